@@ -1,0 +1,2 @@
+//! Placeholder benchmark.
+fn main() {}
