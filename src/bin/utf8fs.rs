@@ -43,7 +43,13 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let level = if args.debug { "debug" } else { "warn" };
+    // fuser warns when the kernel already dropped the mount it unmounts at exit (after
+    // `fusermount3 -u`): expected, so only its errors show unless debugging.
+    let level = if args.debug {
+        "debug"
+    } else {
+        "warn,fuser::session=error"
+    };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level)).init();
     match mount(&mut args) {
         Ok(()) => ExitCode::SUCCESS,
