@@ -329,16 +329,18 @@ impl Mapper {
     /// (transcode), and for names with a `~hex` tag (8 or 16 lowercase hex digits after a `~`,
     /// followed by the end, `.` or `~`) in every normalizing mode.
     pub fn may_be_mapped(&self, shown: &[u8]) -> bool {
-        let Ok(text) = utf8::from_utf8(shown) else {
-            return false;
-        };
+        utf8::from_utf8(shown).is_ok_and(|text| self.may_be_mapped_text(text))
+    }
+
+    /// [`Mapper::may_be_mapped`] for text already known to be valid.
+    fn may_be_mapped_text(&self, text: &str) -> bool {
         let marked = match self.mode {
             Mode::Reject | Mode::Audit => return false,
             Mode::Escape => text.chars().any(is_escape_char),
             Mode::Replace => text.contains('\u{FFFD}'),
             Mode::Transcode(_) => !text.is_ascii(),
         };
-        marked || has_tag(shown)
+        marked || has_tag(text.as_bytes())
     }
 
     /// The untagged, unshortened shown form of a malformed name; `None` when it is hidden.
@@ -586,7 +588,10 @@ pub struct DirIndex {
 
 impl DirIndex {
     /// Builds the view of a directory from all of its backing names (rule 6). The result does
-    /// not depend on the order of `names`; duplicates are ignored.
+    /// not depend on the order of `names`; duplicates are ignored. Costs one validity check per
+    /// valid name and O(m log m) for the m malformed ones; the only valid names kept, and only
+    /// while building, are borrowed references to those that could collide (see
+    /// [`Mapper::may_be_mapped`]).
     pub fn build<'a>(mapper: &Mapper, names: impl IntoIterator<Item = &'a [u8]>) -> DirIndex {
         let unlisted = match mapper.mode {
             Mode::Audit => Unlisted::AsIs,
@@ -604,12 +609,17 @@ impl DirIndex {
         let mut taken: HashSet<Cow<'a, [u8]>> = HashSet::new();
         let mut malformed: Vec<&'a [u8]> = Vec::new();
         for name in names {
-            if utf8::is_valid(name) {
-                if mapper.may_be_mapped(name) {
-                    taken.insert(Cow::Borrowed(name));
+            match utf8::from_utf8(name) {
+                Ok(text) => {
+                    if mapper.may_be_mapped_text(text) {
+                        taken.insert(Cow::Borrowed(name));
+                    }
                 }
-            } else if could_be_component(name) {
-                malformed.push(name);
+                Err(_) => {
+                    if could_be_component(name) {
+                        malformed.push(name);
+                    }
+                }
             }
         }
         if malformed.is_empty() {
