@@ -23,7 +23,9 @@
 //!    `cp850`): the whole malformed name is decoded with the charset (`caf\xE9.txt` →
 //!    `café.txt`). Bytes the charset cannot decode, and bytes that decode to NUL, `/`, a C1
 //!    control (U+0080..U+009F) or a character of the escape range U+EF80..U+EFFF, are shown in the
-//!    escape form of rule 2 instead (bytes below 80 in such a sequence as themselves). A valid
+//!    escape form of rule 2 instead (bytes below 80 in such a sequence as themselves; bytes
+//!    that decode to nothing, such as an ISO-2022-JP mode switch, go with the character that
+//!    follows them, or are shown as bytes when a malformed byte or the end follows). A valid
 //!    name is never transcoded.
 //! 5. **Every shown name is a legal name**: strict UTF-8, 1 to 255 bytes, never `.` or `..`,
 //!    without `/` or NUL. A malformed name always shows at least one escape character, U+FFFD
@@ -54,8 +56,9 @@
 //! # Lookups
 //!
 //! A shown name that exists literally is that entry. Otherwise [`Mapper::invert`] computes the
-//! backing name of plain escape and transcode forms without listing the directory; tagged
-//! (collided or shortened) names and replace forms need the directory's [`DirIndex`].
+//! backing name of plain escape and transcode forms without listing the directory (valid only
+//! if that name exists and the directory's index shows it under this name); tagged (collided or
+//! shortened) names, replace forms and failed inversions need the directory's [`DirIndex`].
 //! [`Mapper::may_be_mapped`] tells which names can be shown forms at all (they hold an escape
 //! character, U+FFFD, a non-ASCII character in transcode mode, or a `~hex` tag), so a failed
 //! lookup of an ordinary name never reads the directory.
@@ -65,7 +68,9 @@
 //! A [`DirIndex`] keeps only the malformed entries: per malformed entry, 36 bytes of table
 //! (two boxed byte slices and a 4-byte position) plus the backing and shown bytes in two heap
 //! blocks, i.e. `36 + B + S` bytes plus the allocator's overhead of two blocks (about 16 bytes
-//! each with glibc). [`DirIndex::heap_bytes`] reports it. Valid names cost nothing.
+//! each with glibc). [`DirIndex::heap_bytes`] reports it. Valid names cost nothing: a directory
+//! without malformed names has an empty index. While it builds, the index also holds a set of
+//! references to the valid names that could collide (those [`Mapper::may_be_mapped`] accepts).
 
 use crate::policy::NAME_MAX;
 use crate::utf8;
@@ -880,6 +885,20 @@ mod tests {
             l2.invert("\u{EF85}ą".as_bytes()).as_deref(),
             Some(&b"\x85\xB1"[..])
         );
+        // The WHATWG "replacement" encoding decodes nothing: the bytes are shown escaped.
+        let none = transcode("iso-2022-kr");
+        assert_eq!(cand(&none, b"caf\xE9").as_deref(), Some("caf\u{EFE9}"));
+        // Stateful ISO-2022-JP: bytes above 7F are never part of it.
+        let jis = transcode("iso-2022-jp");
+        assert_eq!(
+            cand(&jis, b"\x1B$B\x46\x7C\x1B(Ba\xFF").as_deref(),
+            Some("日a\u{EFFF}")
+        );
+        // Bytes that decoded to nothing before a malformed byte are shown as bytes.
+        assert_eq!(
+            cand(&jis, b"\x1B(B\xFF").as_deref(),
+            Some("\u{1B}(B\u{EFFF}")
+        );
         // windows-1252 leaves 81, 8D, 8F, 90, 9D as C1 controls: escaped too.
         let w = transcode("windows-1252");
         assert_eq!(cand(&w, b"\x81").as_deref(), Some("\u{EF81}"));
@@ -887,8 +906,8 @@ mod tests {
 
     #[test]
     fn transcode_never_shows_escape_range_from_charset() {
-        // GB18030 four-byte form of U+EF80 (itself valid as a backing character? no: the bytes
-        // are malformed UTF-8) must not show as the escape character it decodes to.
+        // The GB18030 four-byte form of U+EF80 (malformed as UTF-8) must not show as the escape
+        // character it decodes to: its bytes are escaped instead.
         let gb = transcode("gb18030");
         let mut bytes = Vec::new();
         Charset::from_label("gb18030")

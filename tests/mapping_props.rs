@@ -45,6 +45,12 @@ fn mode() -> impl Strategy<Value = Mode> {
         "iso-2022-jp",
         "utf-16le",
         "koi8-r",
+        "utf-16be",
+        "utf-8",
+        "x-user-defined",
+        "iso-2022-kr",
+        "euc-jp",
+        "windows-1258",
         "cp437",
         "cp850",
     ];
