@@ -818,6 +818,7 @@ impl Filesystem for Utf8Fs {
             self.writable()?;
             let parent = self.inode(parent)?;
             let name = self.new_name(&parent, name)?;
+            sys::clear_thread_umask();
             sys::mknodat(parent.fd(), name, mode, u64::from(rdev))?;
             self.finish_new(req, &parent, name, mode)
         })();
@@ -840,6 +841,7 @@ impl Filesystem for Utf8Fs {
             self.writable()?;
             let parent = self.inode(parent)?;
             let name = self.new_name(&parent, name)?;
+            sys::clear_thread_umask();
             sys::mkdirat(parent.fd(), name, mode)?;
             self.finish_new(req, &parent, name, mode | libc::S_IFDIR)
         })();
@@ -898,6 +900,7 @@ impl Filesystem for Utf8Fs {
                 }
                 self.check_name(parent.id, os(comp))?;
             }
+            sys::clear_thread_umask();
             sys::symlinkat(target, parent.fd(), name)?;
             self.finish_new(req, &parent, name, libc::S_IFLNK | 0o777)
         })();
@@ -1305,6 +1308,7 @@ impl Filesystem for Utf8Fs {
                 Some(b) => Cow::Owned(b),
                 None => Cow::Borrowed(shown),
             };
+            sys::clear_thread_umask();
             let fd = sys::openat(
                 parent.fd(),
                 &name,

@@ -454,3 +454,27 @@ pub fn xattr(fd: BorrowedFd<'_>, symlink: bool, op: XattrOp<'_>) -> SysResult<us
         }
     }
 }
+
+thread_local! {
+    static UMASK_CLEARED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Clears the umask for the calling thread: the kernel already applied the client's umask to
+/// the modes it sends. The thread first gets its own fs context (`unshare(CLONE_FS)`) so that the
+/// umask of the process embedding the filesystem is left alone; if that fails, the process
+/// umask is cleared.
+pub fn clear_thread_umask() {
+    UMASK_CLEARED.with(|done| {
+        if done.get() {
+            return;
+        }
+        // SAFETY: unshare and umask take plain integers and cannot corrupt memory.
+        unsafe {
+            if libc::unshare(libc::CLONE_FS) != 0 {
+                log::debug!("unshare(CLONE_FS) failed; clearing the process umask");
+            }
+            libc::umask(0);
+        }
+        done.set(true);
+    });
+}
