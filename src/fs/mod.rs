@@ -1222,11 +1222,7 @@ impl Filesystem for Utf8Fs {
             self.writable()?;
             let inode = self.inode(ino)?;
             let name = Self::xattr_name(name)?;
-            sys::xattr(
-                inode.fd(),
-                inode.is_symlink(),
-                sys::XattrOp::Set(&name, value, flags),
-            )
+            sys::xattr(inode.fd(), sys::XattrOp::Set(&name, value, flags))
         })();
         match r {
             Ok(_) => reply.ok(),
@@ -1245,7 +1241,7 @@ impl Filesystem for Utf8Fs {
         };
         let name: &CStr = &name;
         Self::reply_xattr(size, reply, |buf| {
-            sys::xattr(inode.fd(), inode.is_symlink(), sys::XattrOp::Get(name, buf))
+            sys::xattr(inode.fd(), sys::XattrOp::Get(name, buf))
         });
     }
 
@@ -1255,7 +1251,7 @@ impl Filesystem for Utf8Fs {
             Err(e) => return reply.error(e),
         };
         Self::reply_xattr(size, reply, |buf| {
-            sys::xattr(inode.fd(), inode.is_symlink(), sys::XattrOp::List(buf))
+            sys::xattr(inode.fd(), sys::XattrOp::List(buf))
         });
     }
 
@@ -1264,7 +1260,7 @@ impl Filesystem for Utf8Fs {
             self.writable()?;
             let inode = self.inode(ino)?;
             let name = Self::xattr_name(name)?;
-            sys::xattr(inode.fd(), inode.is_symlink(), sys::XattrOp::Remove(&name))
+            sys::xattr(inode.fd(), sys::XattrOp::Remove(&name))
         })();
         match r {
             Ok(_) => reply.ok(),

@@ -409,52 +409,35 @@ pub enum XattrOp<'a> {
     Remove(&'a CStr),
 }
 
-/// An xattr call on the object behind an `O_PATH` fd, through its `/proc/self/fd` path.
-/// The `l*` variants keep a symlink itself as the object.
-pub fn xattr(fd: BorrowedFd<'_>, symlink: bool, op: XattrOp<'_>) -> SysResult<usize> {
+/// An xattr call on the object behind an `O_PATH` fd, through its `/proc/self/fd` path. The
+/// magic link resolves to the object itself, a symlink included (never to a symlink's target).
+pub fn xattr(fd: BorrowedFd<'_>, op: XattrOp<'_>) -> SysResult<usize> {
     let p = ProcPath::new(fd.as_raw_fd());
     let path = p.as_cstr().as_ptr();
     // SAFETY: NUL-terminated path and names, buffers of the given lengths.
     unsafe {
         match op {
-            XattrOp::Get(name, buf) => check_size(if symlink {
-                libc::lgetxattr(path, name.as_ptr(), buf.as_mut_ptr().cast(), buf.len())
-            } else {
-                libc::getxattr(path, name.as_ptr(), buf.as_mut_ptr().cast(), buf.len())
-            }),
-            XattrOp::Set(name, value, flags) => check(if symlink {
-                libc::lsetxattr(
-                    path,
-                    name.as_ptr(),
-                    value.as_ptr().cast(),
-                    value.len(),
-                    flags,
-                )
-            } else {
-                libc::setxattr(
-                    path,
-                    name.as_ptr(),
-                    value.as_ptr().cast(),
-                    value.len(),
-                    flags,
-                )
-            })
+            XattrOp::Get(name, buf) => check_size(libc::getxattr(
+                path,
+                name.as_ptr(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+            )),
+            XattrOp::Set(name, value, flags) => check(libc::setxattr(
+                path,
+                name.as_ptr(),
+                value.as_ptr().cast(),
+                value.len(),
+                flags,
+            ))
             .map(|_| 0),
-            XattrOp::List(buf) => check_size(if symlink {
-                libc::llistxattr(path, buf.as_mut_ptr().cast(), buf.len())
-            } else {
-                libc::listxattr(path, buf.as_mut_ptr().cast(), buf.len())
-            }),
-            XattrOp::Remove(name) => check(if symlink {
-                libc::lremovexattr(path, name.as_ptr())
-            } else {
-                libc::removexattr(path, name.as_ptr())
-            })
-            .map(|_| 0),
+            XattrOp::List(buf) => {
+                check_size(libc::listxattr(path, buf.as_mut_ptr().cast(), buf.len()))
+            }
+            XattrOp::Remove(name) => check(libc::removexattr(path, name.as_ptr())).map(|_| 0),
         }
     }
 }
-
 thread_local! {
     static UMASK_CLEARED: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
