@@ -191,13 +191,14 @@ fn bad_mode_and_charset_are_exit_2() {
     let d = Dirs::new();
     let out = d.utf8fs(&["-o", "malformed=transcode,charset=klingon"]);
     assert_eq!(out.status.code(), Some(2));
-    assert_eq!(
-        stderr_line(&out),
-        "utf8fs: unknown charset 'klingon' (see utf8fs --help)"
+    let line = stderr_line(&out);
+    assert!(
+        line.starts_with("utf8fs: unknown charset \"klingon\""),
+        "{line}"
     );
     let out = d.utf8fs(&["-o", "malformed=maybe"]);
     assert_eq!(out.status.code(), Some(2));
-    assert!(stderr_line(&out).contains("'malformed=maybe'"));
+    assert!(stderr_line(&out).contains("malformed=\"maybe\""));
     assert!(mounts_at(&d.mnt).is_empty());
 }
 
@@ -306,10 +307,8 @@ fn daemon_returns_once_the_mount_answers_and_fusermount_unmounts_it() {
     // Right after the command returns: mounted, with our type, and answering requests.
     assert_eq!(mounts_at(&d.mnt), ["fuse.utf8fs"]);
     assert_eq!(statfs_type(&d.mnt).unwrap(), FUSE_SUPER_MAGIC);
-    let after = std::fs::metadata(&d.mnt).map(|m| m.dev());
-    if let Ok(after) = after {
-        assert_ne!(after, before);
-    }
+    assert_ne!(std::fs::metadata(&d.mnt).unwrap().dev(), before);
+    assert_eq!(std::fs::read(d.mnt.join("hello.txt")).unwrap(), b"hi\n");
     let daemons = daemons_of(&d.mnt);
     assert_eq!(daemons.len(), 1, "{daemons:?}");
 

@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use fuser::{Config, MountOption, Session, SessionACL};
-use utf8fs::fs::Utf8Fs;
+use std::sync::Arc;
+use utf8fs::fs::{FsStats, Utf8Fs};
 use utf8fs::options::{self, FuseOptions, Invocation, MountArgs};
 use utf8fs::policy::Escaped;
 
@@ -67,8 +68,8 @@ fn mount(args: &mut MountArgs) -> Result<(), String> {
     args.source = source;
     args.mountpoint = mountpoint;
     if args.foreground {
-        let session = start(args)?;
-        serve(session)
+        let (session, stats) = start(args)?;
+        serve(session, stats)
     } else {
         daemonize(args)
     }
@@ -202,7 +203,7 @@ fn unescape_mountinfo(field: &[u8]) -> Vec<u8> {
 
 /// Mounts: opens the backing directory and creates the FUSE session (the kernel handshake is
 /// done when this returns, so requests queue until `serve` reads them).
-fn start(args: &MountArgs) -> Result<Session<Utf8Fs>, String> {
+fn start(args: &MountArgs) -> Result<(Session<Utf8Fs>, Arc<FsStats>), String> {
     let fs = Utf8Fs::new(args.fs.clone())
         .map_err(|e| format!("{}: {}", shown(&args.source), reason(&e)))?;
     let config = fuse_config(args);
@@ -211,7 +212,9 @@ fn start(args: &MountArgs) -> Result<Session<Utf8Fs>, String> {
         shown(&args.source),
         shown(&args.mountpoint)
     );
+    let stats = fs.stats();
     Session::new(fs, &args.mountpoint, &config)
+        .map(|session| (session, stats))
         .map_err(|e| format!("{}: mount failed: {}", shown(&args.mountpoint), reason(&e)))
 }
 
@@ -275,7 +278,7 @@ fn mount_options(f: &FuseOptions, source: &Path) -> Vec<MountOption> {
 
 /// Serves requests until the filesystem is unmounted: by SIGINT, SIGTERM or SIGHUP (then this
 /// process unmounts), or by `fusermount3 -u`/`umount` from outside.
-fn serve(mut session: Session<Utf8Fs>) -> Result<(), String> {
+fn serve(mut session: Session<Utf8Fs>, stats: Arc<FsStats>) -> Result<(), String> {
     let mut unmounter = session.unmount_callable();
     let mask = signal_mask();
     std::thread::Builder::new()
@@ -294,7 +297,11 @@ fn serve(mut session: Session<Utf8Fs>) -> Result<(), String> {
     session
         .run()
         .map_err(|e| format!("session ended: {}", reason(&e)))?;
-    log::info!("unmounted");
+    log::info!(
+        "unmounted; {} inodes and {} handles were still held",
+        stats.live_inodes(),
+        stats.open_handles()
+    );
     Ok(())
 }
 
@@ -375,8 +382,8 @@ fn child(args: &MountArgs, mut report: File) -> Result<(), ()> {
     // stdin and stdout at once (the FUSE device must not land on 0..2); stderr after the mount,
     // so that anything logged while mounting still reaches the terminal.
     redirect(&null, &[0, 1]);
-    let session = match start(args) {
-        Ok(session) => session,
+    let (session, stats) = match start(args) {
+        Ok(started) => started,
         Err(message) => {
             let _ = report.write_all(message.as_bytes());
             return Err(());
@@ -385,7 +392,7 @@ fn child(args: &MountArgs, mut report: File) -> Result<(), ()> {
     redirect(&null, &[2]);
     let _ = report.write_all(b"ok");
     drop(report);
-    serve(session).map_err(|message| log::error!("{message}"))
+    serve(session, stats).map_err(|message| log::error!("{message}"))
 }
 
 fn redirect(to: &File, fds: &[i32]) {
