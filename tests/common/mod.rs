@@ -52,7 +52,7 @@ pub struct Mount {
     /// The mount point.
     pub mnt: PathBuf,
     /// The temporary directory holding `src` and `mnt`; removed last.
-    pub dir: tempfile::TempDir,
+    dir: Option<tempfile::TempDir>,
 }
 
 impl Mount {
@@ -89,13 +89,20 @@ impl Mount {
             config,
             src,
             mnt,
-            dir,
+            dir: Some(dir),
         };
         m.mount();
         m
     }
 
     fn mount(&mut self) {
+        if std::env::var_os("BINDFS").is_some() {
+            run(Command::new("bindfs")
+                .arg("--no-allow-other")
+                .arg(&self.src)
+                .arg(&self.mnt));
+            return;
+        }
         let fs = Utf8Fs::new(self.config.clone())
             .unwrap_or_else(|e| panic!("Utf8Fs::new({}): {e}", self.src.display()));
         let mut options = fuser::Config::default();
@@ -136,6 +143,23 @@ impl Mount {
             self.mnt.display()
         );
         self.mount();
+    }
+
+    /// Unmounts and hands back the temporary directory, so that the backing store can be
+    /// inspected after the mount's life (it is removed when the returned value drops).
+    pub fn finish(mut self) -> tempfile::TempDir {
+        self.unmount();
+        assert!(
+            !is_mounted(&self.mnt),
+            "{} still mounted",
+            self.mnt.display()
+        );
+        self.dir.take().expect("temporary directory")
+    }
+
+    /// The temporary directory holding `src` and `mnt`.
+    pub fn dir(&self) -> &Path {
+        self.dir.as_ref().expect("temporary directory").path()
     }
 
     /// The configuration the filesystem was mounted with.
