@@ -96,13 +96,6 @@ impl Mount {
     }
 
     fn mount(&mut self) {
-        if std::env::var_os("BINDFS").is_some() {
-            run(Command::new("bindfs")
-                .arg("--no-allow-other")
-                .arg(&self.src)
-                .arg(&self.mnt));
-            return;
-        }
         let fs = Utf8Fs::new(self.config.clone())
             .unwrap_or_else(|e| panic!("Utf8Fs::new({}): {e}", self.src.display()));
         let mut options = fuser::Config::default();
