@@ -8,6 +8,9 @@
 
 #![allow(dead_code)]
 
+#[macro_use]
+pub mod normalize;
+
 use std::ffi::{CStr, CString, OsStr};
 use std::fs;
 use std::io;
