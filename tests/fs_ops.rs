@@ -1020,3 +1020,47 @@ fn git_init_add_commit_on_the_mount() {
     let status = git(&["status", "--porcelain"]);
     assert_eq!(status.trim(), "M  tree/a.txt");
 }
+
+#[test]
+fn tree_5000_directories_deep_created_and_removed() {
+    let m = mount();
+    let depth = 5000;
+    let mut dir = open(&m.mnt, libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap();
+    let c = cname(b"d");
+    for level in 0..depth {
+        // SAFETY: valid fd and name.
+        check(unsafe { libc::mkdirat(dir.as_raw_fd(), c.as_ptr(), 0o755) })
+            .unwrap_or_else(|e| panic!("mkdirat at level {level}: {e}"));
+        dir = openat(&dir, b"d", libc::O_RDONLY | libc::O_DIRECTORY, 0)
+            .unwrap_or_else(|e| panic!("openat at level {level}: {e}"));
+    }
+    File::from(openat(&dir, b"leaf", libc::O_WRONLY | libc::O_CREAT, 0o644).unwrap())
+        .write_all(b"bottom")
+        .unwrap();
+    // The backing store holds the whole depth.
+    let mut b = open(&m.src, libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap();
+    for _ in 0..depth {
+        b = openat(&b, b"d", libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap();
+    }
+    let mut s = String::new();
+    File::from(openat(&b, b"leaf", libc::O_RDONLY, 0).unwrap())
+        .read_to_string(&mut s)
+        .unwrap();
+    assert_eq!(s, "bottom");
+    // Remove bottom-up through the mount, climbing with "..".
+    let leaf = cname(b"leaf");
+    // SAFETY: valid fd and name.
+    check(unsafe { libc::unlinkat(dir.as_raw_fd(), leaf.as_ptr(), 0) }).unwrap();
+    for level in (0..depth).rev() {
+        let parent = openat(&dir, b"..", libc::O_RDONLY | libc::O_DIRECTORY, 0).unwrap();
+        // SAFETY: valid fd and name.
+        check(unsafe { libc::unlinkat(parent.as_raw_fd(), c.as_ptr(), libc::AT_REMOVEDIR) })
+            .unwrap_or_else(|e| panic!("rmdir at level {level}: {e}"));
+        dir = parent;
+    }
+    drop(dir);
+    assert!(
+        m.list_src(b"").is_empty(),
+        "the whole tree is gone from the backing store"
+    );
+}

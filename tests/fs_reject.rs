@@ -342,6 +342,20 @@ fn malformed_backing_entries_hidden_and_untouched() {
     );
     assert_eq!(m.list_mnt(b"mixed"), vec![b"ok".to_vec()]);
     assert!(m.list_mnt(b"onlyhidden").is_empty());
+    // Each hidden entry is logged once, with its directory: listing again logs nothing new.
+    let hidden = 2 * MALFORMED.len() + 1 + 1 + 1;
+    assert_eq!(
+        m.stats.hidden_names() as usize,
+        hidden,
+        "hidden entries counted once each"
+    );
+    m.list_mnt(b"");
+    m.list_mnt(b"mixed");
+    assert_eq!(
+        m.stats.hidden_names() as usize,
+        hidden,
+        "a second listing logs nothing new"
+    );
     assert_eq!(read(&m.mnt_path(b"good")), b"good", "valid siblings work");
     assert_eq!(read(&m.mnt_path(b"mixed/ok")), b"ok");
 

@@ -408,15 +408,21 @@ fn inodes_released_after_forget() {
     }
     assert_eq!(m.list_mnt(b"d").len(), 1200);
     let during = open_fds();
-    eprintln!("open fds: {base} after mount, {during} after 2,200 lookups");
-    let ok = settle(|| open_fds() <= base);
+    eprintln!(
+        "open fds: {base} after mount, {during} after 2,200 lookups; live inodes {}",
+        m.stats.live_inodes()
+    );
+    let ok = settle(|| m.stats.live_inodes() == 1 && open_fds() <= base);
     let after = open_fds();
     assert!(
         ok,
         "after every file was closed and the kernel dropped its caches, the daemon still holds \
-         {} more descriptors than right after mounting ({after} vs {base})",
-        after - base
+         {} inodes (expected 1, the root), {} open handles, and {after} descriptors (vs {base} \
+         right after mounting)",
+        m.stats.live_inodes(),
+        m.stats.open_handles()
     );
+    assert_eq!(m.stats.open_handles(), 0);
     assert_eq!(after, base);
     // The mount still works after all those forgets.
     assert_eq!(read(&m.mnt_path(b"f0")), b"x");

@@ -19,7 +19,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use utf8fs::fs::{CachePolicy, FsConfig, Utf8Fs};
+use std::sync::Arc;
+use utf8fs::fs::{FsConfig, FsStats, Utf8Fs};
 use utf8fs::mapping::{Charset, Mapper, Mode};
 
 /// One malformed name per class the product must handle, with a label for messages.
@@ -50,6 +51,8 @@ pub fn transcode(label: &str) -> Mode {
 pub struct Mount {
     session: Option<fuser::BackgroundSession>,
     config: FsConfig,
+    /// Live counters of the running filesystem (replaced on remount).
+    pub stats: Arc<FsStats>,
     /// The backing directory (SOURCE).
     pub src: PathBuf,
     /// The mount point.
@@ -85,11 +88,12 @@ impl Mount {
         fs::create_dir(&src).expect("create src");
         fs::create_dir(&mnt).expect("create mnt");
         populate(&src);
-        let mut config = test_config(src.clone(), Mapper::new(mode));
+        let mut config = FsConfig::new(src.clone(), Mapper::new(mode));
         tweak(&mut config);
         let mut m = Mount {
             session: None,
             config,
+            stats: Arc::new(FsStats::default()),
             src,
             mnt,
             dir: Some(dir),
@@ -101,6 +105,7 @@ impl Mount {
     fn mount(&mut self) {
         let fs = Utf8Fs::new(self.config.clone())
             .unwrap_or_else(|e| panic!("Utf8Fs::new({}): {e}", self.src.display()));
+        self.stats = fs.stats();
         let mut options = fuser::Config::default();
         options.mount_options = vec![
             fuser::MountOption::FSName("utf8fs-test".into()),
@@ -187,24 +192,6 @@ impl Mount {
 impl Drop for Mount {
     fn drop(&mut self) {
         self.unmount();
-    }
-}
-
-/// The configuration tests mount with: the given source and mapper, read-write, default caching.
-pub fn test_config(source: PathBuf, mapper: Mapper) -> FsConfig {
-    FsConfig {
-        source,
-        mapper,
-        read_only: false,
-        allow_other: false,
-        passthrough: false,
-        cache: CachePolicy {
-            entry_timeout: std::time::Duration::from_secs(1),
-            attr_timeout: std::time::Duration::from_secs(1),
-            negative_timeout: std::time::Duration::ZERO,
-            keep_cache: false,
-            cache_dir: false,
-        },
     }
 }
 
