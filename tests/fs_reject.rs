@@ -74,6 +74,7 @@ fn create_rejected() {
         OpenOptions::new()
             .write(true)
             .create(true)
+            .truncate(false)
             .open(m.mnt_path(&[b"new-", bad].concat()))
             .map(drop)
     });
