@@ -116,10 +116,11 @@ pub fn expected_view(mode: Mode, backing_dir: &Path) -> BTreeMap<Vec<u8>, Vec<u8
         .collect()
 }
 
-/// Rule 2 on a listing: every shown name is strict UTF-8, 1 to 255 bytes, not `.`/`..`, and
-/// appears once; `.` and `..` appear once each in the raw listing.
+/// Rule 2 on the listing of mounted directory `rel` (backing directory `brel`): every shown
+/// name is strict UTF-8, 1 to 255 bytes, not `.`/`..`, and appears once; `.` and `..` appear
+/// once each in the raw listing; there are as many names as backing entries.
 #[track_caller]
-pub fn check_listing_rules(m: &Mount, rel: &[u8]) -> Vec<Vec<u8>> {
+pub fn check_listing_rules(m: &Mount, brel: &[u8], rel: &[u8]) -> Vec<Vec<u8>> {
     let raw = list_raw(&m.mnt_path(rel));
     assert_eq!(
         raw.iter().filter(|n| n.as_slice() == b".").count(),
@@ -162,7 +163,7 @@ pub fn check_listing_rules(m: &Mount, rel: &[u8]) -> Vec<Vec<u8>> {
             show(rel)
         );
     }
-    let backing = m.list_src(rel);
+    let backing = m.list_src(brel);
     assert_eq!(
         names.len(),
         backing.len(),
@@ -177,9 +178,10 @@ pub fn check_listing_rules(m: &Mount, rel: &[u8]) -> Vec<Vec<u8>> {
 }
 
 /// Checks that the shown name `shown` in mounted directory `rel` reaches backing entry
-/// `backing`: same kind, and the same content (files) or identity file (directories).
+/// `backing` of backing directory `brel`: same kind, and the same content (files) or identity
+/// file (directories).
 #[track_caller]
-pub fn check_reaches(m: &Mount, rel: &[u8], shown: &[u8], backing: &[u8]) {
+pub fn check_reaches(m: &Mount, brel: &[u8], rel: &[u8], shown: &[u8], backing: &[u8]) {
     let sep = |d: &[u8], n: &[u8]| {
         if d.is_empty() {
             n.to_vec()
@@ -187,10 +189,13 @@ pub fn check_reaches(m: &Mount, rel: &[u8], shown: &[u8], backing: &[u8]) {
             [d, b"/", n].concat()
         }
     };
-    let (mp, sp) = (m.mnt_path(&sep(rel, shown)), m.src_path(&sep(rel, backing)));
+    let (mp, sp) = (
+        m.mnt_path(&sep(rel, shown)),
+        m.src_path(&sep(brel, backing)),
+    );
     let what = format!(
         "{} (shown as {})",
-        show(&sep(rel, backing)),
+        show(&sep(brel, backing)),
         show(&sep(rel, shown))
     );
     let mmd =
@@ -210,17 +215,17 @@ pub fn check_reaches(m: &Mount, rel: &[u8], shown: &[u8], backing: &[u8]) {
     }
 }
 
-/// Rules 1–4 and 8 for the directory `rel`: lookups of the expected names first (no listing
-/// before), then the listing, which must be exactly the mapping's view.
-pub fn check_view(m: &Mount, mode: Mode, rel: &[u8]) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let view = expected_view(mode, &m.src_path(rel));
+/// Rules 1–4 and 8 for the backing directory `brel`, shown as `rel`: lookups of the expected
+/// names first (no listing before), then the listing, which must be exactly the mapping's view.
+pub fn check_view(m: &Mount, mode: Mode, brel: &[u8], rel: &[u8]) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let view = expected_view(mode, &m.src_path(brel));
     for (b, s) in &view {
         if std::str::from_utf8(b).is_ok() {
             assert_eq!(b, s, "rule 1: valid name {} shown unchanged", show(b));
         }
-        check_reaches(m, rel, s, b);
+        check_reaches(m, brel, rel, s, b);
     }
-    let listed = check_listing_rules(m, rel);
+    let listed = check_listing_rules(m, brel, rel);
     let mut want: Vec<Vec<u8>> = view.values().cloned().collect();
     want.sort();
     assert_eq!(
@@ -272,11 +277,16 @@ pub fn malformed_files(m: &Mount) -> Vec<Vec<u8>> {
 pub fn check_tree(mode: Mode) {
     let mut m = mount(mode);
     for round in 0..2 {
-        let root = check_view(&m, mode, b"");
+        let root = check_view(&m, mode, b"", b"");
         let bad_dir = root[BAD_DIR].clone();
-        let sub = check_view(&m, mode, &bad_dir);
+        let sub = check_view(&m, mode, BAD_DIR, &bad_dir);
         let sub_bad = sub[&b"sub\xC0"[..]].clone();
-        check_view(&m, mode, &[&bad_dir[..], b"/", &sub_bad].concat());
+        check_view(
+            &m,
+            mode,
+            b"dir\xFF/sub\xC0",
+            &[&bad_dir[..], b"/", &sub_bad].concat(),
+        );
         // Rule 4: both long names reachable under distinct names of at most 255 bytes.
         let [l1, l2] = long_names();
         assert_ne!(root[&l1], root[&l2], "the two long names show differently");
@@ -354,8 +364,8 @@ pub fn check_rename_to_clean(mode: Mode) {
         content_of(b"dir\xFF/kid\xE9")
     );
     // The remaining tree still satisfies the rules.
-    check_view(&m, mode, b"");
-    check_view(&m, mode, b"clean-dir");
+    check_view(&m, mode, b"", b"");
+    check_view(&m, mode, b"clean-dir", b"clean-dir");
 }
 
 /// Rule 3 for unlink, rmdir, link and the xattr calls: each reaches exactly its entry.
@@ -556,12 +566,12 @@ pub fn check_readlink(mode: Mode) {
 /// Rule 3: an entry's shown name does not change when unrelated entries come and go.
 pub fn check_stable_names(mode: Mode) {
     let m = mount(mode);
-    let before = check_view(&m, mode, b"");
+    let before = check_view(&m, mode, b"", b"");
     write(&m.mnt_path(b"unrelated-new"), b"x");
     fs::remove_file(m.mnt_path(b"plain.txt")).unwrap();
     fs::create_dir(m.mnt_path(b"zzz")).unwrap();
     write(&m.src_path(b"behind\xFF"), b"made behind the mount's back");
-    let after = check_view(&m, mode, b"");
+    let after = check_view(&m, mode, b"", b"");
     for (b, s) in &before {
         if let Some(s2) = after.get(b) {
             assert_eq!(show(s2), show(s), "shown name of {} changed", show(b));
