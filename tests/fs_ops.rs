@@ -1064,3 +1064,103 @@ fn tree_5000_directories_deep_created_and_removed() {
         "the whole tree is gone from the backing store"
     );
 }
+
+#[test]
+fn concurrent_clients_in_one_directory() {
+    let m = mount();
+    fs::create_dir(m.mnt_path(b"shared")).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4 {
+            let m = &m;
+            s.spawn(move || {
+                for i in 0..150 {
+                    let a = m.mnt_path(format!("shared/t{t}-{i}").as_bytes());
+                    let b = m.mnt_path(format!("shared/t{t}-{i}-renamed").as_bytes());
+                    write(&a, format!("{t}/{i}").as_bytes());
+                    fs::rename(&a, &b).unwrap();
+                    assert_eq!(read(&b), format!("{t}/{i}").as_bytes());
+                    if i % 3 == 0 {
+                        fs::remove_file(&b).unwrap();
+                    }
+                    if i % 10 == 0 {
+                        m.list_mnt(b"shared");
+                    }
+                }
+            });
+        }
+    });
+    let mut want: Vec<Vec<u8>> = (0..4)
+        .flat_map(|t| {
+            (0..150)
+                .filter(|i| i % 3 != 0)
+                .map(move |i| format!("t{t}-{i}-renamed").into_bytes())
+        })
+        .collect();
+    want.sort();
+    assert_eq!(m.list_mnt(b"shared"), want);
+    assert_eq!(m.list_src(b"shared"), want);
+    for n in &want {
+        let text = String::from_utf8(n.clone()).unwrap();
+        let (t, rest) = text[1..].split_once('-').unwrap();
+        let i = rest.trim_end_matches("-renamed");
+        assert_eq!(
+            read(&m.src_path(&[b"shared/", &n[..]].concat())),
+            format!("{t}/{i}").as_bytes()
+        );
+    }
+}
+
+#[test]
+fn read_only_mount_refuses_changes() {
+    let m = Mount::with(
+        Mode::Reject,
+        |src| {
+            write(&src.join("f"), b"data");
+            fs::create_dir(src.join("d")).unwrap();
+        },
+        |cfg| cfg.read_only = true,
+    );
+    let before = snapshot(&m.src);
+    assert_eq!(read(&m.mnt_path(b"f")), b"data", "reads work");
+    expect_errno(
+        fs::write(m.mnt_path(b"new"), b"x"),
+        libc::EROFS,
+        "create on a read-only mount",
+    );
+    expect_errno(
+        OpenOptions::new().write(true).open(m.mnt_path(b"f")),
+        libc::EROFS,
+        "open for writing on a read-only mount",
+    );
+    expect_errno(
+        fs::create_dir(m.mnt_path(b"d2")),
+        libc::EROFS,
+        "mkdir on a read-only mount",
+    );
+    expect_errno(
+        fs::remove_file(m.mnt_path(b"f")),
+        libc::EROFS,
+        "unlink on a read-only mount",
+    );
+    expect_errno(
+        fs::remove_dir(m.mnt_path(b"d")),
+        libc::EROFS,
+        "rmdir on a read-only mount",
+    );
+    expect_errno(
+        fs::rename(m.mnt_path(b"f"), m.mnt_path(b"g")),
+        libc::EROFS,
+        "rename on a read-only mount",
+    );
+    expect_errno(
+        fs::set_permissions(m.mnt_path(b"f"), fs::Permissions::from_mode(0o600)),
+        libc::EROFS,
+        "chmod on a read-only mount",
+    );
+    expect_errno(
+        set_xattr(&m.mnt_path(b"f"), "user.x", b"1"),
+        libc::EROFS,
+        "setxattr on a read-only mount",
+    );
+    assert_eq!(snapshot(&m.src), before, "nothing changed");
+}
