@@ -93,6 +93,8 @@ pub fn populate(src: &Path, mode: Mode) {
     std::os::unix::fs::symlink(OsStr::from_bytes(LATIN1), join(src, BAD_LINK)).unwrap();
     std::os::unix::fs::symlink(OsStr::from_bytes(b"dir\xFF/kid\xE9"), join(src, DEEP_LINK))
         .unwrap();
+    // A link climbing out of the malformed directory to the malformed twin of a literal name.
+    std::os::unix::fs::symlink(OsStr::from_bytes(b"../lit\xE9"), join(src, b"dir\xFF/up")).unwrap();
 }
 
 /// Mounts the populated tree in `mode`.
@@ -558,6 +560,20 @@ pub fn check_readlink(mode: Mode) {
         show(DEEP_LINK)
     );
     assert_eq!(read(&m.mnt_path(DEEP_LINK)), content_of(b"dir\xFF/kid\xE9"));
+    // A `..` target is mapped in the directory it names: the shadowed twin, not the literal.
+    let up = [&root[BAD_DIR][..], b"/up"].concat();
+    let target = fs::read_link(m.mnt_path(&up)).unwrap();
+    let want = [&b"../"[..], &root[SHADOWED]].concat();
+    assert_eq!(
+        show(target.as_os_str().as_bytes()),
+        show(&want),
+        "readlink of dir\\xFF/up"
+    );
+    assert_eq!(
+        read(&m.mnt_path(&up)),
+        content_of(SHADOWED),
+        "dir\\xFF/up reaches lit\\xE9"
+    );
     // A link created through the mount to a shown name resolves too.
     std::os::unix::fs::symlink(OsStr::from_bytes(&root[LATIN1]), m.mnt_path(b"newlink")).unwrap();
     assert_eq!(read(&m.mnt_path(b"newlink")), content_of(LATIN1));
