@@ -105,17 +105,20 @@ fn is_continuation(b: u8) -> bool {
     (b as i8) < -64
 }
 
-/// The one statement of Table 3-7: checks the sequence starting at `bytes[i]` (`i` in bounds) and
-/// returns its width, or how it is malformed.
-#[inline(always)]
-fn sequence(bytes: &[u8], i: usize) -> Result<usize, SeqError> {
-    let b0 = bytes[i];
-    // Width, the allowed range of the second byte, and the reason when the second byte is a
-    // continuation byte outside that range.
+/// What Table 3-7 says about a lead byte: the sequence width (0: never a lead), the allowed range
+/// of the second byte, and the reason when the second byte is a continuation byte outside it.
+#[derive(Clone, Copy)]
+struct Lead {
+    width: u8,
+    lo: u8,
+    hi: u8,
+    out_of_range: Reason,
+}
+
+/// [`Lead`] for a byte; the single statement of Table 3-7 that both paths below use.
+const fn lead(b0: u8) -> Lead {
     let (width, lo, hi, out_of_range) = match b0 {
-        0x00..=0x7F => return Ok(1),
-        0x80..=0xBF => return Err((Some(1), Reason::UnexpectedContinuation)),
-        0xC0 | 0xC1 => return Err((Some(1), Reason::Overlong)),
+        0x00..=0x7F => (1, 0, 0, Reason::Truncated),
         0xC2..=0xDF => (2, 0x80, 0xBF, Reason::Truncated),
         0xE0 => (3, 0xA0, 0xBF, Reason::Overlong),
         0xE1..=0xEC | 0xEE | 0xEF => (3, 0x80, 0xBF, Reason::Truncated),
@@ -123,27 +126,99 @@ fn sequence(bytes: &[u8], i: usize) -> Result<usize, SeqError> {
         0xF0 => (4, 0x90, 0xBF, Reason::Overlong),
         0xF1..=0xF3 => (4, 0x80, 0xBF, Reason::Truncated),
         0xF4 => (4, 0x80, 0x8F, Reason::BeyondMax),
-        0xF5..=0xFF => return Err((Some(1), Reason::InvalidLead)),
+        0x80..=0xBF => (0, 0, 0, Reason::UnexpectedContinuation),
+        0xC0 | 0xC1 => (0, 0, 0, Reason::Overlong),
+        0xF5..=0xFF => (0, 0, 0, Reason::InvalidLead),
     };
+    Lead {
+        width,
+        lo,
+        hi,
+        out_of_range,
+    }
+}
+
+/// Allowed second-byte range of each multi-byte lead E0..F4, indexed by `lead - 0xE0`.
+const SECOND: [(u8, u8); 21] = {
+    let mut t = [(0, 0); 21];
+    let mut k = 0;
+    while k < t.len() {
+        let l = lead(0xE0 + k as u8);
+        t[k] = (l.lo, l.hi);
+        k += 1;
+    }
+    t
+};
+
+/// True when `b1` may follow the lead `b0` (E0..F4).
+#[inline(always)]
+fn second_ok(b0: u8, b1: u8) -> bool {
+    let (lo, hi) = SECOND[usize::from(b0 - 0xE0)];
+    lo <= b1 && b1 <= hi
+}
+
+/// Checks the sequence starting at `bytes[i]` (`i` in bounds) and returns its width, or how it is
+/// malformed. Well-formed sequences take the inline path; errors are worked out on a cold one.
+#[inline(always)]
+fn sequence(bytes: &[u8], i: usize) -> Result<usize, SeqError> {
+    let b0 = bytes[i];
+    match b0 {
+        0x00..=0x7F => return Ok(1),
+        0xC2..=0xDF => {
+            if let Some(&b1) = bytes.get(i + 1) {
+                if is_continuation(b1) {
+                    return Ok(2);
+                }
+            }
+        }
+        0xE0..=0xEF => {
+            if let Some(&[_, b1, b2]) = bytes.get(i..i + 3) {
+                if second_ok(b0, b1) && is_continuation(b2) {
+                    return Ok(3);
+                }
+            }
+        }
+        0xF0..=0xF4 => {
+            if let Some(&[_, b1, b2, b3]) = bytes.get(i..i + 4) {
+                if second_ok(b0, b1) && is_continuation(b2) && is_continuation(b3) {
+                    return Ok(4);
+                }
+            }
+        }
+        _ => {}
+    }
+    Err(malformed(bytes, i))
+}
+
+/// How the sequence starting at `bytes[i]` is malformed: the maximal subpart and the reason,
+/// decided by the first byte that cannot continue it.
+#[cold]
+#[inline(never)]
+fn malformed(bytes: &[u8], i: usize) -> SeqError {
+    let l = lead(bytes[i]);
+    if l.width < 2 {
+        return (Some(1), l.out_of_range);
+    }
     let Some(&b1) = bytes.get(i + 1) else {
-        return Err((None, Reason::Truncated));
+        return (None, Reason::Truncated);
     };
-    if b1 < lo || b1 > hi {
+    if b1 < l.lo || b1 > l.hi {
         let reason = if is_continuation(b1) {
-            out_of_range
+            l.out_of_range
         } else {
             Reason::Truncated
         };
-        return Err((Some(1), reason));
+        return (Some(1), reason);
     }
-    for k in 2..width {
+    for k in 2..usize::from(l.width) {
         match bytes.get(i + k) {
-            None => return Err((None, Reason::Truncated)),
-            Some(&b) if !is_continuation(b) => return Err((Some(k as u8), Reason::Truncated)),
+            None => return (None, Reason::Truncated),
+            Some(&b) if !is_continuation(b) => return (Some(k as u8), Reason::Truncated),
             Some(_) => {}
         }
     }
-    Ok(width)
+    // Only reached if `sequence` and this function disagree, which the tests rule out.
+    (Some(1), Reason::Truncated)
 }
 
 const HIGH_BITS: u64 = 0x8080_8080_8080_8080;
@@ -201,6 +276,12 @@ pub fn validate(bytes: &[u8]) -> Result<(), Utf8Error> {
         i = skip_ascii(bytes, i);
         while let Some(&b) = bytes.get(i) {
             if b < 0x80 {
+                // A lone ASCII byte between non-ASCII characters (a space in Greek or CJK
+                // text) is cheaper to step over than to hand to the block loop.
+                if bytes.get(i + 1).is_some_and(|&next| next >= 0x80) {
+                    i += 1;
+                    continue;
+                }
                 break;
             }
             match sequence(bytes, i) {
