@@ -118,6 +118,7 @@ struct Lead {
 /// [`Lead`] for a byte; the single statement of Table 3-7 that both paths below use.
 const fn lead(b0: u8) -> Lead {
     let (width, lo, hi, out_of_range) = match b0 {
+        // ASCII never reaches the error path; its entry only records the width.
         0x00..=0x7F => (1, 0, 0, Reason::Truncated),
         0xC2..=0xDF => (2, 0x80, 0xBF, Reason::Truncated),
         0xE0 => (3, 0xA0, 0xBF, Reason::Overlong),

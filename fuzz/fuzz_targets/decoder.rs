@@ -16,7 +16,9 @@ fuzz_target!(|data: &[u8]| {
     assert_eq!(ours.ok(), theirs.ok());
     assert_eq!(
         utf8::validate(data).map_err(|e| (e.valid_up_to(), e.error_len())),
-        theirs.map(|_| ()).map_err(|e| (e.valid_up_to(), e.error_len()))
+        theirs
+            .map(|_| ())
+            .map_err(|e| (e.valid_up_to(), e.error_len()))
     );
     assert_eq!(utf8::is_valid(data), theirs.is_ok());
 
