@@ -272,31 +272,36 @@ fn read_entries(fd: RawFd) -> io::Result<Vec<(Vec<u8>, u8)>> {
     }
 }
 
-/// FNV-1a, 64 bits: a stable hash for collision suffixes.
-fn fnv1a(bytes: &[u8], salt: u32) -> u64 {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for &b in bytes.iter().chain(&salt.to_le_bytes()) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    h
+/// Rule 8 of [`crate::mapping`]: FNV-1a 64 of the full backing name.
+fn name_hash(backing: &[u8]) -> u64 {
+    backing.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
-/// `name` with `~HHHHHHHH` (a hash of the backing name) inserted before its extension, cut back
-/// so that the result fits in [`policy::NAME_MAX`] bytes. Used when a renamed entry's new name is
-/// taken, or too long.
-fn with_suffix(name: &str, backing: &[u8], attempt: u32) -> String {
-    let tag = format!("~{:08x}", fnv1a(backing, attempt) as u32);
-    let (stem, ext) = match name.rfind('.') {
-        Some(i) if i > 0 && name.len() - i <= 16 => name.split_at(i),
-        _ => (name, ""),
+/// `name` tagged as the mapping's rules 6 (c) and 7 tag a shown name, so that hygiene and
+/// Unicode renames resolve collisions the way malformed names do: tag `n` of the backing name's
+/// hash (`~` + 8 hex digits, then `~` + 16, then `~` + 16 + `~2`, `~3`, …) inserted before an
+/// extension of at most 16 bytes, the stem cut so that the result fits in NAME_MAX bytes.
+fn with_suffix(name: &str, backing: &[u8], n: usize) -> String {
+    let h = name_hash(backing);
+    let tag = match n {
+        0 => format!("~{:08x}", (h >> 32) ^ (h & 0xffff_ffff)),
+        1 => format!("~{h:016x}"),
+        n => format!("~{h:016x}~{n}"),
     };
-    let room = policy::NAME_MAX - tag.len() - ext.len();
-    let mut cut = stem.len().min(room);
-    while !stem.is_char_boundary(cut) {
-        cut -= 1;
+    let split = match name.rfind('.') {
+        Some(dot) if dot > 0 && name.len() - dot - 1 <= 16 => dot,
+        _ => name.len(),
+    };
+    let (stem, ext) = name.split_at(split);
+    let mut keep = policy::NAME_MAX
+        .saturating_sub(tag.len() + ext.len())
+        .min(stem.len());
+    while !stem.is_char_boundary(keep) {
+        keep -= 1;
     }
-    format!("{}{tag}{ext}", &stem[..cut])
+    format!("{}{tag}{ext}", &stem[..keep])
 }
 
 /// Offset of the first byte where `a` and `b` differ, at a character boundary of `a`.
@@ -399,11 +404,17 @@ fn plan_dir(cfg: &Config, names: &[(Vec<u8>, u8)]) -> Vec<Finding> {
     }
     for (i, cleaned) in later {
         let f = &mut found[i];
-        let mut name = cleaned.clone();
-        let mut attempt = 0;
-        while name.len() > policy::NAME_MAX || taken.contains(name.as_bytes()) {
-            name = with_suffix(&cleaned, &f.name, attempt);
-            attempt += 1;
+        // Rule 7: too long, cut and tagged with the 16-digit tag; rule 6 (c) on what remains.
+        let base = if cleaned.len() > policy::NAME_MAX {
+            with_suffix(&cleaned, &f.name, 1)
+        } else {
+            cleaned
+        };
+        let mut name = base.clone();
+        let mut n = 0;
+        while taken.contains(name.as_bytes()) {
+            name = with_suffix(&base, &f.name, n);
+            n += 1;
         }
         taken.insert(name.clone().into_bytes());
         f.proposed = Some(name.into_bytes());

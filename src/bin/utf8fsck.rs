@@ -4,7 +4,7 @@ use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use utf8fs::fsck::{self, Action, Config, Replay, EXIT_OPERATIONAL, EXIT_USAGE};
-use utf8fs::mapping::{Charset, Mapper, Mode};
+use utf8fs::mapping::{Mapper, Mode};
 use utf8fs::policy::{Deny, Form};
 
 const HELP: &str = "\
@@ -192,20 +192,14 @@ impl Args {
     }
 
     fn mapper(&self) -> Mapper {
-        let charset = self.charset.as_deref().unwrap_or("windows-1252");
-        let mode = match self.malformed.as_deref().unwrap_or("escape") {
-            "escape" => Mode::Escape,
-            "replace" => Mode::Replace,
-            "transcode" => match Charset::from_label(charset) {
-                Some(c) => Mode::Transcode(c),
-                None => usage(&format!("unknown charset '{charset}'")),
-            },
-            m @ ("reject" | "audit") => usage(&format!(
-                "malformed={m} shows no name to rename to: use escape, replace or transcode"
+        let name = self.malformed.as_deref().unwrap_or("escape");
+        match Mode::parse(name, self.charset.as_deref()) {
+            Ok(Mode::Reject | Mode::Audit) => usage(&format!(
+                "malformed={name} shows no name to rename to: use escape, replace or transcode"
             )),
-            m => usage(&format!("unknown malformed mode '{m}'")),
-        };
-        Mapper::new(mode)
+            Ok(mode) => Mapper::new(mode),
+            Err(e) => usage(&e.to_string()),
+        }
     }
 }
 
