@@ -180,7 +180,7 @@ Mount options:
   malformed=MODE          names that are not UTF-8: reject (default: hidden, EILSEQ to clients),
                           escape, replace, transcode (decode as charset=), audit (shown, logged)
   charset=LABEL           legacy charset for malformed=transcode (default windows-1252;
-                          WHATWG labels such as latin1, koi8-r, shift_jis, gb18030)
+                          WHATWG labels such as latin1, koi8-r, shift_jis, gb18030; cp437, cp850)
   ro                      read-only mount; rw (the default) undoes it
   allow_other             let every user use the mount (implies default_permissions)
   allow_root              let the owner and root use the mount
@@ -200,7 +200,7 @@ Mount options:
   exec, noexec            allow / refuse executing programs
   atime, noatime          update / do not update access times
   sync, async, dirsync    synchronous writes / asynchronous writes / synchronous directory changes
-  accepted and ignored (they concern mount(8), not the daemon): defaults, rw, auto, noauto,
+  accepted and ignored (they concern mount(8), not the daemon): defaults, auto, noauto,
                           nofail, _netdev, user, users, nouser, owner, group, relatime,
                           norelatime, strictatime, nostrictatime, lazytime, nolazytime,
                           diratime, nodiratime, silent, loud, comment=..., x-...
