@@ -6,6 +6,7 @@
 //! name, per mode) → [`fs`] (FUSE operations, inode table) → [`options`] (command line).
 
 pub mod fs;
+pub mod fsck;
 pub mod mapping;
 pub mod options;
 pub mod policy;
