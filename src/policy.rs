@@ -62,13 +62,17 @@ pub struct Escaped<'a>(pub &'a [u8]);
 impl fmt::Display for Escaped<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for chunk in utf8::chunks(self.0) {
-            for c in chunk.valid.chars() {
-                match c {
-                    '\\' => f.write_str("\\\\")?,
-                    c if (c as u32) < 0x20 || c == '\u{7f}' => write!(f, "\\x{:02X}", c as u32)?,
-                    c => write!(f, "{c}")?,
+            // Plain runs are written whole; only `\\` and controls are written one by one.
+            let mut rest = chunk.valid;
+            while let Some(i) = rest.find(|c: char| c == '\\' || c < '\u{20}' || c == '\u{7f}') {
+                f.write_str(&rest[..i])?;
+                match rest.as_bytes()[i] {
+                    b'\\' => f.write_str("\\\\")?,
+                    b => write!(f, "\\x{b:02X}")?,
                 }
+                rest = &rest[i + 1..];
             }
+            f.write_str(rest)?;
             for b in chunk.invalid {
                 write!(f, "\\x{b:02X}")?;
             }

@@ -61,7 +61,7 @@ fn every_malformed_class_reported_with_json() {
         );
     }
     // Nothing changed with -n.
-    assert!(names(&d).contains(&b"caf\xe9".to_vec()));
+    assert!(names(&d).contains(b"caf\xe9".as_slice()));
 }
 
 #[test]

@@ -147,7 +147,7 @@ fn hygiene_collision_gets_a_tag_and_the_existing_file_survives() {
     ]);
     assert_eq!(out.code, 1, "{}", out.stderr);
     let now = names(t.path());
-    assert!(now.contains(&b"_-x".to_vec()));
+    assert!(now.contains(b"_-x".as_slice()));
     assert_eq!(std::fs::read(t.path().join("_-x")).unwrap(), b"_-x");
     let tagged = now
         .iter()

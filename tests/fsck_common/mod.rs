@@ -89,14 +89,15 @@ fn open_dir(at: i32, name: &[u8]) -> i32 {
     fd
 }
 
-/// Builds a chain of `depth` directories named `name` below `root` with mkdirat/openat (the
-/// full path is far beyond PATH_MAX), then creates a file `leaf` in the deepest one.
-pub fn deep_chain(root: &Path, name: &[u8], depth: usize, leaf: &[u8]) {
+/// Builds a chain of `depth` directories below `root`, level `i` named `name(i)`, with
+/// mkdirat/openat (the full path is far beyond PATH_MAX), then a file `leaf` in the deepest one.
+pub fn deep_chain(root: &Path, name: impl Fn(usize) -> Vec<u8>, depth: usize, leaf: &[u8]) {
     let mut fd = open_dir(libc::AT_FDCWD, root.as_os_str().as_bytes());
-    let n = c(name);
-    for _ in 0..depth {
+    for i in 0..depth {
+        let name = name(i);
+        let n = c(&name);
         assert_eq!(unsafe { libc::mkdirat(fd, n.as_ptr(), 0o755) }, 0);
-        let next = open_dir(fd, name);
+        let next = open_dir(fd, &name);
         unsafe { libc::close(fd) };
         fd = next;
     }
