@@ -5,6 +5,17 @@
 //! `O_NOFOLLOW`, so no full paths are built and no symlink inside the source is ever followed.
 //! Every name a client sends is checked with [`policy::check_component`]; names read from the
 //! backing store go through the [`Mapper`] (hidden, shown unchanged, or shown mapped).
+//!
+//! Names a client creates or renames to must also pass the `deny=` hygiene rules (EINVAL, or a
+//! log line in audit mode); existing names are never checked, so nothing becomes unreachable.
+//! With `unicode=`, a client's name is put in the form before anything else: it is stored in
+//! that form, and a lookup in any spelling finds the entry shown under the form.
+//!
+//! Hot paths (lookup, getattr, open, read, write, readdirplus) take no global lock: inodes and
+//! handles live in sharded tables, and the only process-wide set (names already logged) is
+//! touched only for malformed or refused names. Looking up a valid name that exists costs one
+//! `fstatat` (plus an `O_PATH` open for an inode the kernel did not hold) and allocates nothing
+//! for the name.
 
 mod dir;
 mod handles;
