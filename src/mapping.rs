@@ -6,9 +6,10 @@
 //!
 //! # Rules
 //!
-//! 1. **Valid names are never changed.** A backing name that is strict UTF-8 is shown as itself
-//!    in every mode, and a literal valid name always keeps its own name, whatever else the
-//!    directory holds. `reject` hides malformed names; `audit` shows every name byte for byte.
+//! 1. **Valid names are never changed** (except to a normalization form, rule 9). A backing
+//!    name that is strict UTF-8 is shown as itself in every mode, and a literal valid name
+//!    always keeps its own name, whatever else the directory holds. `reject` hides malformed
+//!    names; `audit` shows every name byte for byte.
 //! 2. **escape** (OPTU-8 style): each byte `b` of a maximal invalid subpart is shown as the
 //!    private-use character U+EF00+`b` (bytes 80..FF become U+EF80..U+EFFF; an invalid subpart
 //!    never holds a byte below 80). So that the escape form stays reversible, a literal
@@ -52,27 +53,40 @@
 //!    of the full backing name bytes. The 16-digit tag is that value in lowercase hex; the
 //!    8-digit tag is its upper 32 bits XOR its lower 32 bits. This never changes between versions:
 //!    `utf8fsck` writes these names to disk and users type them.
+//! 9. **Normalization form** (`-o unicode=nfc|nfd`, [`Mapper::with_form`]): every shown name is
+//!    in that form. A valid backing name that is not in it is shown mapped, in the form (NFD
+//!    `cafe\u{301}` shows as NFC `caf\u{E9}` under `nfc`), exactly like a malformed name: a name
+//!    already in the form keeps it (rule 6 a), so when both spellings exist the other one gets
+//!    the `~hash` tag of rule 6 (c), and a name that grows past 255 bytes when normalized is
+//!    shortened by rule 7 (the cut stem stays in the form). The shown forms of malformed names
+//!    (rules 2–4) are normalized too; escape characters are unaffected by normalization. In
+//!    `reject` and `audit` modes only valid names are mapped this way. Names from clients are
+//!    normalized first ([`Mapper::client_name`]): lookups are normalization-insensitive and
+//!    created names are written in the form.
 //!
 //! # Lookups
 //!
-//! A shown name that exists literally is that entry. Otherwise [`Mapper::invert`] computes the
-//! backing name of plain escape and transcode forms without listing the directory (valid only
-//! if that name exists and the directory's index shows it under this name); tagged (collided or
-//! shortened) names, replace forms and failed inversions need the directory's [`DirIndex`].
-//! [`Mapper::may_be_mapped`] tells which names can be shown forms at all (they hold an escape
-//! character, U+FFFD, a non-ASCII character in transcode mode, or a `~hex` tag), so a failed
-//! lookup of an ordinary name never reads the directory.
+//! A client's name is first put in the normalization form, if any ([`Mapper::client_name`]).
+//! A shown name that exists literally is that entry. Otherwise [`Mapper::inversions`] computes
+//! the backing name of plain escape and transcode forms, and of the other normalization form
+//! (NFD for NFC and the reverse), without listing the directory (valid only if that name
+//! exists and the directory's index shows it under this name); tagged (collided or shortened)
+//! names, replace forms, other unnormalized spellings and failed inversions need the
+//! directory's [`DirIndex`]. [`Mapper::may_be_mapped`] tells which names can be shown forms at
+//! all (they hold an escape character, U+FFFD, a non-ASCII character in transcode mode or with
+//! a form, or a `~hex` tag), so a failed lookup of an ordinary name never reads the directory.
 //!
 //! # Memory
 //!
-//! A [`DirIndex`] keeps only the malformed entries: per malformed entry, 36 bytes of table
+//! A [`DirIndex`] keeps only the mapped entries (malformed names, and with a normalization form
+//! the valid names not in it): per mapped entry, 36 bytes of table
 //! (two boxed byte slices and a 4-byte position) plus the backing and shown bytes in two heap
 //! blocks, i.e. `36 + B + S` bytes plus the allocator's overhead of two blocks (about 16 bytes
-//! each with glibc). [`DirIndex::heap_bytes`] reports it. Valid names cost nothing: a directory
-//! without malformed names has an empty index. While it builds, the index also holds a set of
+//! each with glibc). [`DirIndex::heap_bytes`] reports it. Names shown as themselves cost
+//! nothing: a directory without mapped names has an empty index. While it builds, the index also holds a set of
 //! references to the valid names that could collide (those [`Mapper::may_be_mapped`] accepts).
 
-use crate::policy::NAME_MAX;
+use crate::policy::{is_normalized, normalize, Form, NAME_MAX};
 use crate::utf8;
 use encoding_rs::{DecoderResult, EncoderResult, Encoding};
 use std::borrow::Cow;
@@ -250,16 +264,34 @@ impl fmt::Display for Mode {
     }
 }
 
-/// Maps single names for one mode; cheap to clone and share between threads.
+/// Maps single names for one mode (and optionally one Unicode normalization form); cheap to
+/// clone and share between threads.
 #[derive(Clone, Debug)]
 pub struct Mapper {
     mode: Mode,
+    form: Option<Form>,
+}
+
+/// What a backing name shows as, before collisions are resolved.
+enum Full {
+    /// Its own bytes.
+    Itself,
+    /// Nothing: hidden.
+    Hidden,
+    /// This text (not yet shortened).
+    Mapped(String),
 }
 
 impl Mapper {
-    /// A mapper for `mode`.
+    /// A mapper for `mode`, without a normalization form.
     pub fn new(mode: Mode) -> Mapper {
-        Mapper { mode }
+        Mapper { mode, form: None }
+    }
+
+    /// The same mapper, also showing valid names in the normalization form `form`
+    /// (`-o unicode=nfc|nfd`, rule 9); `None` shows valid names as they are.
+    pub fn with_form(self, form: Option<Form>) -> Mapper {
+        Mapper { form, ..self }
     }
 
     /// The mode this mapper implements.
@@ -267,29 +299,94 @@ impl Mapper {
         self.mode
     }
 
-    /// True for the modes that show malformed names under another name (escape, replace,
-    /// transcode), which need collision handling per directory.
+    /// The normalization form shown names are in, if any.
+    pub fn form(&self) -> Option<Form> {
+        self.form
+    }
+
+    /// True when some backing names may show under another name, so that a directory needs
+    /// collision handling: the modes that map malformed names (escape, replace, transcode), and
+    /// every mode with a normalization form.
     pub fn normalizes(&self) -> bool {
+        self.maps_malformed() || self.form.is_some()
+    }
+
+    /// True for the modes that show malformed names under another name.
+    fn maps_malformed(&self) -> bool {
         matches!(self.mode, Mode::Escape | Mode::Replace | Mode::Transcode(_))
     }
 
-    /// The shown form of one backing name, before collisions with its siblings are resolved
-    /// (rules 1–5 and 7). Borrowed when unchanged; `None` when the name is hidden (reject mode,
-    /// or a malformed byte string that cannot be a name at all: empty, or holding `/` or NUL).
-    pub fn candidate<'a>(&self, backing: &'a [u8]) -> Option<Cow<'a, [u8]>> {
-        if self.mode == Mode::Audit || utf8::is_valid(backing) {
-            return Some(Cow::Borrowed(backing));
+    /// A name a client sent, in this mapper's normalization form: the name lookups resolve
+    /// and creations write (rule 9). Borrowed when unchanged: no form, not UTF-8, or already
+    /// in the form (ASCII always is).
+    pub fn client_name<'a>(&self, name: &'a [u8]) -> Cow<'a, [u8]> {
+        let Some(form) = self.form else {
+            return Cow::Borrowed(name);
+        };
+        match utf8::from_utf8(name) {
+            Ok(text) => match normalize(text, form) {
+                Cow::Borrowed(_) => Cow::Borrowed(name),
+                Cow::Owned(n) => Cow::Owned(n.into_bytes()),
+            },
+            Err(_) => Cow::Borrowed(name),
         }
-        let full = self.full_form(backing)?;
-        Some(Cow::Owned(fit(full, backing).into_bytes()))
+    }
+
+    /// The shown form of one backing name, before collisions with its siblings are resolved
+    /// (rules 1–5, 7 and 9). Borrowed when unchanged; `None` when the name is hidden (reject
+    /// mode, or a malformed byte string that cannot be a name at all: empty, or holding `/` or
+    /// NUL). Valid names in the form (or without a form) cost one validity check and do not
+    /// allocate.
+    pub fn candidate<'a>(&self, backing: &'a [u8]) -> Option<Cow<'a, [u8]>> {
+        match self.full(backing) {
+            Full::Itself => Some(Cow::Borrowed(backing)),
+            Full::Hidden => None,
+            Full::Mapped(s) => Some(Cow::Owned(self.fit(s, backing).into_bytes())),
+        }
     }
 
     /// For a shown name that does not exist literally: the backing name it stands for when that
-    /// can be computed without listing the directory (plain escape and transcode forms). The
-    /// result is always malformed and maps back to exactly `shown`; the caller checks that it
-    /// exists and that the directory's index shows it as `shown`.
+    /// can be computed without listing the directory (plain escape and transcode forms, or with
+    /// a normalization form the same text in the other form). The result maps back to exactly
+    /// `shown`; the caller checks that it exists and that the directory's index shows it as
+    /// `shown`. See [`Mapper::inversions`] for every computable candidate.
     pub fn invert(&self, shown: &[u8]) -> Option<Vec<u8>> {
-        let text = utf8::from_utf8(shown).ok()?;
+        self.inversions(shown).next()
+    }
+
+    /// Every backing name [`Mapper::invert`] can compute for `shown`, most likely first: the
+    /// malformed name of an escape or transcode form, then (with a normalization form) the
+    /// valid name in the other form (NFD for NFC and the reverse), as macOS and HFS+ write.
+    pub fn inversions(&self, shown: &[u8]) -> impl Iterator<Item = Vec<u8>> {
+        let text = utf8::from_utf8(shown).ok();
+        let malformed = text.and_then(|t| self.invert_malformed(t));
+        let other = text.and_then(|t| self.invert_form(t));
+        malformed.into_iter().chain(other)
+    }
+
+    /// The valid name in the other form that shows as `text`, if it differs from `text`.
+    fn invert_form(&self, text: &str) -> Option<Vec<u8>> {
+        let form = self.form?;
+        if text.is_ascii() {
+            return None;
+        }
+        let other = match form {
+            Form::Nfc => Form::Nfd,
+            Form::Nfd => Form::Nfc,
+        };
+        let backing = normalize(text, other).into_owned().into_bytes();
+        if backing == text.as_bytes() || backing.len() > NAME_MAX {
+            return None;
+        }
+        match self.candidate(&backing) {
+            Some(c) if *c == *text.as_bytes() => Some(backing),
+            _ => None,
+        }
+    }
+
+    /// The malformed backing name of a plain escape or transcode form.
+    fn invert_malformed(&self, text: &str) -> Option<Vec<u8>> {
+        let shown = text.as_bytes();
         let backing = match self.mode {
             Mode::Escape => {
                 if !text.chars().any(is_escape_char) {
@@ -328,24 +425,79 @@ impl Mapper {
         }
     }
 
-    /// Whether `shown` could be the shown form of a malformed backing name, so that a directory
-    /// listing is worth reading when it does not exist literally. True for names holding an
-    /// escape character (escape, transcode), U+FFFD (replace) or any non-ASCII character
-    /// (transcode), and for names with a `~hex` tag (8 or 16 lowercase hex digits after a `~`,
-    /// followed by the end, `.` or `~`) in every normalizing mode.
+    /// Whether `shown` could be the shown form of a backing name shown under another name, so
+    /// that a directory listing is worth reading when it does not exist literally. True for
+    /// names holding an escape character (escape, transcode), U+FFFD (replace) or any non-ASCII
+    /// character (transcode, and every mode with a normalization form), ASCII names holding a
+    /// character that a canonical singleton normalizes to (`K` from U+212A KELVIN SIGN, `;` from
+    /// U+037E, `` ` `` from U+1FEF; with a form), and names with a `~hex` tag (8 or 16 lowercase
+    /// hex digits after a `~`, followed by the end, `.` or `~`) whenever [`Mapper::normalizes`].
     pub fn may_be_mapped(&self, shown: &[u8]) -> bool {
         utf8::from_utf8(shown).is_ok_and(|text| self.may_be_mapped_text(text))
     }
 
     /// [`Mapper::may_be_mapped`] for text already known to be valid.
     fn may_be_mapped_text(&self, text: &str) -> bool {
+        if !self.normalizes() {
+            return false;
+        }
         let marked = match self.mode {
-            Mode::Reject | Mode::Audit => return false,
+            Mode::Reject | Mode::Audit => false,
             Mode::Escape => text.chars().any(is_escape_char),
             Mode::Replace => text.contains('\u{FFFD}'),
             Mode::Transcode(_) => !text.is_ascii(),
         };
-        marked || has_tag(text.as_bytes())
+        let formed = self.form.is_some()
+            && (!text.is_ascii() || text.bytes().any(|b| SINGLETON_TARGETS.contains(&b)));
+        marked || formed || has_tag(text.as_bytes())
+    }
+
+    /// What `backing` shows as before collisions and shortening.
+    fn full(&self, backing: &[u8]) -> Full {
+        match utf8::from_utf8(backing) {
+            Ok(text) => match self.valid_full(text) {
+                Some(s) => Full::Mapped(s),
+                None => Full::Itself,
+            },
+            Err(_) if self.mode == Mode::Audit => Full::Itself,
+            Err(_) => match self.malformed_full(backing) {
+                Some(s) => Full::Mapped(s),
+                None => Full::Hidden,
+            },
+        }
+    }
+
+    /// The normalized form of a valid name that is not in the mapper's form (rule 9); `None`
+    /// when it shows as itself.
+    fn valid_full(&self, text: &str) -> Option<String> {
+        let form = self.form?;
+        match normalize(text, form) {
+            Cow::Borrowed(_) => None,
+            Cow::Owned(n) => legal_text(&n).then_some(n),
+        }
+    }
+
+    /// The shown text of a malformed name, in the mapper's form; `None` when it is hidden.
+    fn malformed_full(&self, backing: &[u8]) -> Option<String> {
+        let full = self.full_form(backing)?;
+        let Some(form) = self.form else {
+            return Some(full);
+        };
+        match normalize(&full, form) {
+            Cow::Borrowed(_) => Some(full),
+            Cow::Owned(n) if legal_text(&n) && !n.is_ascii() => Some(n),
+            // Escape characters are normalization-stable, so this form still shows them.
+            Cow::Owned(_) => Some(normalize(&escape_form(backing), form).into_owned()),
+        }
+    }
+
+    /// Rule 7: the plain shown form, shortened and tagged when the full form is too long.
+    fn fit(&self, full: String, backing: &[u8]) -> String {
+        if full.len() <= NAME_MAX {
+            full
+        } else {
+            with_tag(&full, &tag(name_hash(backing), 1), self.form)
+        }
     }
 
     /// The untagged, unshortened shown form of a malformed name; `None` when it is hidden.
@@ -375,6 +527,17 @@ impl Mapper {
             }
         }
     }
+}
+
+/// The ASCII characters that a canonical singleton decomposes to (U+037E → `;`, U+1FEF → `` ` ``,
+/// U+212A → `K`): with a normalization form, an ASCII name holding one of them may be the shown
+/// form of a non-ASCII backing name.
+const SINGLETON_TARGETS: &[u8] = b";`K";
+
+/// Whether normalized text is still a legal shown name (canonical normalization never adds
+/// `/` or NUL, but is checked rather than trusted).
+fn legal_text(text: &str) -> bool {
+    !text.is_empty() && text != "." && text != ".." && !text.contains(['/', '\0'])
 }
 
 /// Whether a byte string could be a directory entry's name at all.
@@ -518,8 +681,9 @@ fn tag(h: u64, n: usize) -> String {
 }
 
 /// Inserts `tag` before the extension of `full`, cutting the stem at a character boundary so
-/// that the result fits in [`NAME_MAX`] bytes.
-fn with_tag(full: &str, tag: &str) -> String {
+/// that the result fits in [`NAME_MAX`] bytes (and, with a form, so that the cut stem is still
+/// in that form: a cut can separate a base character from its combining marks).
+fn with_tag(full: &str, tag: &str, form: Option<Form>) -> String {
     let split = match full.rfind('.') {
         Some(dot) if dot > 0 && full.len() - dot - 1 <= MAX_EXTENSION => dot,
         _ => full.len(),
@@ -531,20 +695,19 @@ fn with_tag(full: &str, tag: &str) -> String {
     while !stem.is_char_boundary(keep) {
         keep -= 1;
     }
+    if let Some(form) = form {
+        while keep > 0 && !is_normalized(&stem[..keep], form) {
+            keep -= 1;
+            while !stem.is_char_boundary(keep) {
+                keep -= 1;
+            }
+        }
+    }
     let mut out = String::with_capacity(keep + tag.len() + ext.len());
     out.push_str(&stem[..keep]);
     out.push_str(tag);
     out.push_str(ext);
     out
-}
-
-/// Rule 7: the plain shown form, shortened and tagged when the full form is too long.
-fn fit(full: String, backing: &[u8]) -> String {
-    if full.len() <= NAME_MAX {
-        full
-    } else {
-        with_tag(&full, &tag(name_hash(backing), 1))
-    }
 }
 
 /// Whether `name` holds a `~hex` tag: `~`, exactly 8 or 16 lowercase hex digits, then the end,
@@ -563,7 +726,7 @@ fn has_tag(name: &[u8]) -> bool {
     })
 }
 
-/// One malformed entry of a [`DirIndex`].
+/// One mapped entry of a [`DirIndex`].
 #[derive(Clone, Debug)]
 struct Entry {
     backing: Box<[u8]>,
@@ -581,22 +744,24 @@ enum Unlisted {
 }
 
 /// The resolved view of one directory (collisions and shortening applied). Holds only the
-/// malformed entries: valid names show as themselves.
+/// entries shown under another name (malformed names, and with a normalization form the valid
+/// names not in it): the others show as themselves.
 #[derive(Clone, Debug, Default)]
 pub struct DirIndex {
-    /// Malformed entries, in ascending backing order.
+    /// Mapped entries, in ascending backing order.
     entries: Vec<Entry>,
     /// Positions in `entries`, in ascending shown order.
     by_shown: Vec<u32>,
     unlisted: Unlisted,
+    form: Option<Form>,
 }
 
 impl DirIndex {
-    /// Builds the view of a directory from all of its backing names (rule 6). The result does
-    /// not depend on the order of `names`; duplicates are ignored. Costs one validity check per
-    /// valid name and O(m log m) for the m malformed ones; the only valid names kept, and only
-    /// while building, are borrowed references to those that could collide (see
-    /// [`Mapper::may_be_mapped`]).
+    /// Builds the view of a directory from all of its backing names (rules 6 and 9). The result
+    /// does not depend on the order of `names`; duplicates are ignored. Costs one validity
+    /// check (and with a form one normalization quick check) per valid name and O(m log m) for
+    /// the m mapped ones; the only other names kept, and only while building, are borrowed
+    /// references to those that could collide (see [`Mapper::may_be_mapped`]).
     pub fn build<'a>(mapper: &Mapper, names: impl IntoIterator<Item = &'a [u8]>) -> DirIndex {
         let unlisted = match mapper.mode {
             Mode::Audit => Unlisted::AsIs,
@@ -604,42 +769,44 @@ impl DirIndex {
         };
         let mut index = DirIndex {
             unlisted,
+            form: mapper.form,
             ..DirIndex::default()
         };
         if !mapper.normalizes() {
             return index;
         }
-        // Every shown form of a malformed name passes `may_be_mapped`, so only the valid names
+        // Every mapped shown form passes `may_be_mapped`, so only the names shown as themselves
         // that pass it can collide; the others are not kept even transiently.
         let mut taken: HashSet<Cow<'a, [u8]>> = HashSet::new();
-        let mut malformed: Vec<&'a [u8]> = Vec::new();
+        let mut mapped: Vec<(&'a [u8], String)> = Vec::new();
         for name in names {
             match utf8::from_utf8(name) {
-                Ok(text) => {
-                    if mapper.may_be_mapped_text(text) {
-                        taken.insert(Cow::Borrowed(name));
+                Ok(text) => match mapper.valid_full(text) {
+                    Some(full) => mapped.push((name, full)),
+                    None => {
+                        if mapper.may_be_mapped_text(text) {
+                            taken.insert(Cow::Borrowed(name));
+                        }
                     }
-                }
+                },
                 Err(_) => {
-                    if could_be_component(name) {
-                        malformed.push(name);
+                    if mapper.mode != Mode::Audit {
+                        if let Some(full) = mapper.malformed_full(name) {
+                            mapped.push((name, full));
+                        }
                     }
                 }
             }
         }
-        if malformed.is_empty() {
+        if mapped.is_empty() {
             return index;
         }
-        malformed.sort_unstable();
-        malformed.dedup();
-        let fulls: Vec<String> = malformed
-            .iter()
-            .map(|b| mapper.full_form(b).unwrap_or_else(|| escape_form(b)))
-            .collect();
-        let mut shown: Vec<String> = vec![String::new(); malformed.len()];
+        mapped.sort_unstable_by(|a, b| a.0.cmp(b.0));
+        mapped.dedup_by(|a, b| a.0 == b.0);
+        let mut shown: Vec<String> = vec![String::new(); mapped.len()];
         let mut rest = Vec::new();
-        for (i, backing) in malformed.iter().enumerate() {
-            let plain = fit(fulls[i].clone(), backing);
+        for (i, (backing, full)) in mapped.iter().enumerate() {
+            let plain = mapper.fit(full.clone(), backing);
             if taken.insert(Cow::Owned(plain.as_bytes().to_vec())) {
                 shown[i] = plain;
             } else {
@@ -647,19 +814,20 @@ impl DirIndex {
             }
         }
         for i in rest {
-            let h = name_hash(malformed[i]);
+            let (backing, full) = &mapped[i];
+            let h = name_hash(backing);
             for n in 0.. {
-                let name = with_tag(&fulls[i], &tag(h, n));
+                let name = with_tag(full, &tag(h, n), mapper.form);
                 if taken.insert(Cow::Owned(name.as_bytes().to_vec())) {
                     shown[i] = name;
                     break;
                 }
             }
         }
-        index.entries = malformed
+        index.entries = mapped
             .iter()
             .zip(shown)
-            .map(|(b, s)| Entry {
+            .map(|((b, _), s)| Entry {
                 backing: Box::from(*b),
                 shown: s.into_bytes().into_boxed_slice(),
             })
@@ -673,13 +841,20 @@ impl DirIndex {
     }
 
     /// The shown name of backing entry `backing`, or `None` when it is hidden. Does not
-    /// allocate; valid names cost one validity check.
+    /// allocate; valid names cost one validity check (and with a form a normalization quick
+    /// check, which ASCII names skip).
     pub fn shown<'a>(&'a self, backing: &'a [u8]) -> Option<&'a [u8]> {
-        if utf8::is_valid(backing) {
-            return Some(backing);
-        }
-        if self.unlisted == Unlisted::AsIs {
-            return Some(backing);
+        match utf8::from_utf8(backing) {
+            Ok(text) => {
+                if self.form.is_none_or(|f| is_normalized(text, f)) {
+                    return Some(backing);
+                }
+            }
+            Err(_) => {
+                if self.unlisted == Unlisted::AsIs {
+                    return Some(backing);
+                }
+            }
         }
         self.entries
             .binary_search_by(|e| (*e.backing).cmp(backing))
@@ -695,12 +870,12 @@ impl DirIndex {
             .map(|i| &*self.entries[self.by_shown[i] as usize].backing)
     }
 
-    /// Number of malformed entries held (the ones shown under another name).
+    /// Number of mapped entries held (the ones shown under another name).
     pub fn len(&self) -> usize {
         self.entries.len()
     }
 
-    /// True when the directory holds no mapped malformed entry.
+    /// True when the directory holds no mapped entry.
     pub fn is_empty(&self) -> bool {
         self.entries.is_empty()
     }
@@ -1197,6 +1372,113 @@ mod tests {
         // A name created after the build is not known to it.
         assert_eq!(index.shown(b"\xE8"), None);
         assert_eq!(index.backing(b"a"), None);
+    }
+
+    fn nfc(mode: Mode) -> Mapper {
+        Mapper::new(mode).with_form(Some(Form::Nfc))
+    }
+
+    #[test]
+    fn singleton_targets_are_complete() {
+        // Every ASCII character some non-ASCII character normalizes into, alone.
+        let mut found = std::collections::BTreeSet::new();
+        for c in (0x80..=0x10FFFFu32).filter_map(char::from_u32) {
+            let s = c.to_string();
+            for form in [Form::Nfc, Form::Nfd] {
+                let n = normalize(&s, form);
+                if n.is_ascii() {
+                    found.extend(n.bytes());
+                }
+            }
+        }
+        let want: std::collections::BTreeSet<u8> = SINGLETON_TARGETS.iter().copied().collect();
+        assert_eq!(found, want);
+    }
+
+    #[test]
+    fn forms_map_valid_names() {
+        let nfc_name = "caf\u{E9}";
+        let nfd_name = "cafe\u{301}";
+        for mode in [Mode::Reject, Mode::Escape, Mode::Audit] {
+            let m = nfc(mode);
+            assert!(m.normalizes());
+            assert!(matches!(
+                m.candidate(nfc_name.as_bytes()),
+                Some(Cow::Borrowed(_))
+            ));
+            assert_eq!(cand(&m, nfd_name.as_bytes()).as_deref(), Some(nfc_name));
+            assert_eq!(
+                m.invert(nfc_name.as_bytes()).as_deref(),
+                Some(nfd_name.as_bytes())
+            );
+            assert!(m.may_be_mapped(nfc_name.as_bytes()));
+            assert!(m.may_be_mapped("K".as_bytes()) && !m.may_be_mapped(b"plain"));
+            assert_eq!(m.client_name(nfd_name.as_bytes()), nfc_name.as_bytes());
+            assert!(matches!(m.client_name(b"plain"), Cow::Borrowed(_)));
+            // Alone, the NFD name shows as NFC; next to the NFC name it gets the tag.
+            let index = check_index(&m, &[nfd_name.as_bytes()]);
+            assert_eq!(
+                index.backing(nfc_name.as_bytes()),
+                Some(nfd_name.as_bytes())
+            );
+            let index = check_index(&m, &[nfd_name.as_bytes(), nfc_name.as_bytes()]);
+            assert_eq!(index.shown(nfc_name.as_bytes()), Some(nfc_name.as_bytes()));
+            let h = name_hash(nfd_name.as_bytes());
+            let want = format!("caf\u{E9}~{:08x}", (h >> 32) ^ (h & 0xffff_ffff));
+            assert_eq!(index.shown(nfd_name.as_bytes()), Some(want.as_bytes()));
+        }
+        // NFD mode is the mirror image.
+        let m = Mapper::new(Mode::Reject).with_form(Some(Form::Nfd));
+        assert_eq!(cand(&m, nfc_name.as_bytes()).as_deref(), Some(nfd_name));
+        assert_eq!(
+            m.invert(nfd_name.as_bytes()).as_deref(),
+            Some(nfc_name.as_bytes())
+        );
+        // Kelvin sign shows as K, unless a literal K exists.
+        let m = nfc(Mode::Reject);
+        let kelvin = "\u{212A}".as_bytes();
+        let index = check_index(&m, &[kelvin]);
+        assert_eq!(index.shown(kelvin), Some(&b"K"[..]));
+        let index = check_index(&m, &[kelvin, b"K"]);
+        assert_ne!(index.shown(kelvin), Some(&b"K"[..]));
+        // Reject still hides malformed names, audit still passes them.
+        assert_eq!(m.candidate(b"caf\xE9"), None);
+        assert_eq!(DirIndex::build(&m, [&b"\xE9"[..]]).shown(b"\xE9"), None);
+        let a = nfc(Mode::Audit);
+        assert_eq!(
+            DirIndex::build(&a, [&b"\xE9"[..]]).shown(b"\xE9"),
+            Some(&b"\xE9"[..])
+        );
+    }
+
+    #[test]
+    fn forms_normalize_malformed_names_and_long_names() {
+        let m = nfc(Mode::Escape);
+        let b = "e\u{301}\u{FF}"
+            .as_bytes()
+            .iter()
+            .copied()
+            .chain([0xFF])
+            .collect::<Vec<_>>();
+        let shown = cand(&m, &b).unwrap();
+        assert!(
+            shown.starts_with('\u{E9}') && shown.ends_with('\u{EFFF}'),
+            "{shown:?}"
+        );
+        assert!(is_normalized(&shown, Form::Nfc));
+        let index = check_index(&m, &[&b]);
+        assert_eq!(index.backing(shown.as_bytes()), Some(&b[..]));
+        // 100 × é is 200 bytes in NFC and 300 in NFD: shortened, still in NFD, reachable.
+        let d = Mapper::new(Mode::Reject).with_form(Some(Form::Nfd));
+        let long = "\u{E9}".repeat(100);
+        let shown = cand(&d, long.as_bytes()).unwrap();
+        assert!(
+            shown.len() <= NAME_MAX && is_normalized(&shown, Form::Nfd),
+            "{shown:?}"
+        );
+        assert!(d.may_be_mapped(shown.as_bytes()));
+        let index = check_index(&d, &[long.as_bytes()]);
+        assert_eq!(index.backing(shown.as_bytes()), Some(long.as_bytes()));
     }
 
     #[test]

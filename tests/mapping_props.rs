@@ -1,13 +1,14 @@
 //! Property tests of the shown view of random directories, in every mode: the listing is
 //! injective, every shown name is legal and looks up to its own backing entry, valid names are
-//! never changed, and nothing depends on the order the directory is listed in.
+//! never changed (but for a normalization form, in which every shown name then is), and nothing
+//! depends on the order the directory is listed in.
 
 use proptest::prelude::*;
 use proptest::sample::{select, Index};
 use proptest::test_runner::FileFailurePersistence;
 use std::collections::{BTreeSet, HashSet};
 use utf8fs::mapping::{DirIndex, Mapper, Mode};
-use utf8fs::policy::check_component;
+use utf8fs::policy::{check_component, is_normalized, Form};
 use utf8fs::utf8;
 
 /// Bytes that make collisions likely: ASCII, Latin-1 letters (one byte each, so `caf\xE9` and
@@ -30,8 +31,30 @@ fn name() -> impl Strategy<Value = Vec<u8>> {
         2 => prop::collection::vec(1u8..=255, 1..40),
         1 => prop::collection::vec(select(&b"\xE9\xE8a.\x80"[..]), 200..=255),
         1 => "[a-zé\u{EF80}-\u{EFFF}\u{FFFD}~.]{1,12}".prop_map(String::into_bytes),
+        // Both normalization forms, combining marks in both orders, Hangul, the Kelvin sign.
+        2 => "[ae\u{E9}\u{301}\u{323}\u{1EB9}\u{AC00}\u{1100}\u{1161}K\u{212A}.~]{1,10}"
+            .prop_map(String::into_bytes),
+        1 => prop::collection::vec(select(&["e\u{301}", "\u{E9}", "a"][..]), 60..=130)
+            .prop_map(|v| v.concat().into_bytes()),
     ]
     .prop_filter("a name that can exist on disk", |n| legal_backing(n))
+}
+
+fn form() -> impl Strategy<Value = Option<Form>> {
+    prop_oneof![2 => Just(None), 1 => Just(Some(Form::Nfc)), 1 => Just(Some(Form::Nfd))]
+}
+
+/// A mapper: a normalizing mode, or any mode with a normalization form.
+fn mapper() -> impl Strategy<Value = Mapper> {
+    (mode(), form(), any::<bool>()).prop_map(|(mode, form, plain)| match (form, plain) {
+        (Some(f), true) => Mapper::new(Mode::Reject).with_form(Some(f)),
+        (form, _) => Mapper::new(mode).with_form(form),
+    })
+}
+
+/// True when `b` shows as itself: valid, and in the mapper's form if it has one.
+fn shows_itself(m: &Mapper, b: &[u8]) -> bool {
+    std::str::from_utf8(b).is_ok_and(|t| m.form().is_none_or(|f| is_normalized(t, f)))
 }
 
 fn mode() -> impl Strategy<Value = Mode> {
@@ -63,15 +86,14 @@ fn mode() -> impl Strategy<Value = Mode> {
 
 /// A directory: random names, plus literal valid names equal to the plain or resolved shown
 /// names of some of them (the collisions the rules must survive).
-fn directory() -> impl Strategy<Value = (Mode, Vec<Vec<u8>>)> {
+fn directory() -> impl Strategy<Value = (Mapper, Vec<Vec<u8>>)> {
     (
-        mode(),
+        mapper(),
         prop::collection::vec(name(), 0..30),
         prop::collection::vec(any::<Index>(), 0..4),
         prop::collection::vec(any::<Index>(), 0..3),
     )
-        .prop_map(|(mode, names, plain, resolved)| {
-            let mapper = Mapper::new(mode);
+        .prop_map(|(mapper, names, plain, resolved)| {
             let mut set: BTreeSet<Vec<u8>> = names.into_iter().collect();
             let base: Vec<Vec<u8>> = set.iter().cloned().collect();
             if !base.is_empty() {
@@ -87,7 +109,7 @@ fn directory() -> impl Strategy<Value = (Mode, Vec<Vec<u8>>)> {
                     }
                 }
             }
-            (mode, set.into_iter().collect())
+            (mapper, set.into_iter().collect())
         })
 }
 
@@ -111,28 +133,35 @@ proptest! {
     })]
 
     #[test]
-    fn view_is_injective_legal_and_reversible((mode, names) in directory()) {
-        let mapper = Mapper::new(mode);
+    fn view_is_injective_legal_and_reversible((mapper, names) in directory()) {
         let index = DirIndex::build(&mapper, names.iter().map(Vec::as_slice));
         let mut seen = HashSet::new();
+        let mut mapped = 0;
         for b in &names {
-            let s = index.shown(b).expect("every entry is shown in a normalizing mode");
+            let Some(s) = index.shown(b) else {
+                prop_assert!(mapper.mode() == Mode::Reject && !utf8::is_valid(b));
+                continue;
+            };
             prop_assert!(seen.insert(s.to_vec()), "two entries show as {:?}", String::from_utf8_lossy(s));
-            if utf8::is_valid(b) {
+            if let Some(f) = mapper.form() {
+                let text = std::str::from_utf8(s);
+                prop_assert!(text.is_ok_and(|t| is_normalized(t, f)), "{:?} not in {}", s, f);
+            }
+            if shows_itself(&mapper, b) {
                 prop_assert_eq!(s, &b[..]);
                 prop_assert_eq!(index.backing(s), None);
             } else {
+                mapped += 1;
                 prop_assert!(check_component(s).is_ok(), "illegal shown name {:?}", s);
                 prop_assert_eq!(index.backing(s), Some(&b[..]));
                 prop_assert!(mapper.may_be_mapped(s));
             }
         }
-        prop_assert_eq!(index.len(), names.iter().filter(|b| !utf8::is_valid(b)).count());
+        prop_assert_eq!(index.len(), mapped);
     }
 
     #[test]
-    fn view_does_not_depend_on_listing_order((mode, names) in directory(), seed: u64) {
-        let mapper = Mapper::new(mode);
+    fn view_does_not_depend_on_listing_order((mapper, names) in directory(), seed: u64) {
         let a = DirIndex::build(&mapper, names.iter().map(Vec::as_slice));
         let perm = shuffled(&names, seed);
         let b = DirIndex::build(&mapper, perm.iter().map(Vec::as_slice));
@@ -141,14 +170,13 @@ proptest! {
 
     #[test]
     fn new_valid_name_that_is_not_shown_changes_nothing(
-        (mode, names) in directory(),
-        extra in "[a-zé\u{EF80}-\u{EFFF}\u{FFFD}~0-9.]{1,20}",
+        (mapper, names) in directory(),
+        extra in "[a-zé\u{EF80}-\u{EFFF}\u{FFFD}~0-9.\u{301}]{1,20}",
     ) {
-        let mapper = Mapper::new(mode);
         let before = DirIndex::build(&mapper, names.iter().map(Vec::as_slice));
         let extra = extra.into_bytes();
         let clash = names.iter().any(|b| before.shown(b) == Some(&extra[..]));
-        prop_assume!(!clash && legal_backing(&extra));
+        prop_assume!(!clash && legal_backing(&extra) && shows_itself(&mapper, &extra));
         let after = DirIndex::build(
             &mapper,
             names.iter().map(Vec::as_slice).chain(std::iter::once(&extra[..])),
@@ -159,34 +187,48 @@ proptest! {
     }
 
     #[test]
-    fn invert_is_consistent((mode, names) in directory()) {
-        let mapper = Mapper::new(mode);
+    fn invert_is_consistent((mapper, names) in directory()) {
         let index = DirIndex::build(&mapper, names.iter().map(Vec::as_slice));
         for b in &names {
-            let shown = index.shown(b).unwrap();
+            let Some(shown) = index.shown(b) else { continue };
             for s in [shown.to_vec(), mapper.candidate(b).unwrap().into_owned()] {
-                if let Some(back) = mapper.invert(&s) {
-                    prop_assert!(!utf8::is_valid(&back));
+                for back in mapper.inversions(&s) {
+                    prop_assert!(!shows_itself(&mapper, &back));
                     let again = mapper.candidate(&back);
                     prop_assert_eq!(again.as_deref(), Some(&s[..]));
                 }
             }
             // Escape forms that fit are computed back without the directory.
             let plain = mapper.candidate(b).unwrap();
-            if mode == Mode::Escape && !utf8::is_valid(b) && !plain.contains(&b'~') {
+            if mapper.mode() == Mode::Escape
+                && mapper.form().is_none()
+                && !utf8::is_valid(b)
+                && !plain.contains(&b'~')
+            {
                 prop_assert_eq!(mapper.invert(&plain), Some(b.clone()));
+            }
+            // So are the other-form spellings of names that fit.
+            if utf8::is_valid(b) && !shows_itself(&mapper, b) && !plain.contains(&b'~') {
+                let all: Vec<_> = mapper.inversions(&plain).collect();
+                let nfc_nfd = all.contains(b);
+                let other = std::str::from_utf8(b).ok().and_then(|t| {
+                    let f = match mapper.form()? { Form::Nfc => Form::Nfd, Form::Nfd => Form::Nfc };
+                    Some(is_normalized(t, f))
+                });
+                if other == Some(true) {
+                    prop_assert!(nfc_nfd, "{:?} not among the inversions of {:?}", b, plain);
+                }
             }
         }
     }
 
     #[test]
     fn invert_of_any_text_is_consistent(
-        mode in mode(),
-        text in "[a-z.~é\u{EF80}-\u{EFFF}\u{FFFD}日本\u{80}-\u{FF}]{1,16}",
+        mapper in mapper(),
+        text in "[a-z.~é\u{EF80}-\u{EFFF}\u{FFFD}日本\u{80}-\u{FF}\u{301}\u{AC00}]{1,16}",
     ) {
-        let mapper = Mapper::new(mode);
-        if let Some(back) = mapper.invert(text.as_bytes()) {
-            prop_assert!(!utf8::is_valid(&back));
+        for back in mapper.inversions(text.as_bytes()) {
+            prop_assert!(!shows_itself(&mapper, &back));
             let again = mapper.candidate(&back);
             prop_assert_eq!(again.as_deref(), Some(text.as_bytes()));
             prop_assert!(mapper.may_be_mapped(text.as_bytes()));

@@ -36,6 +36,9 @@ pub struct Inode {
     pub dir: DirCache,
     /// The kernel passthrough id shared by the opens of this file.
     pub backing: Mutex<Weak<BackingId>>,
+    /// (mtime, mtime ns, size) of a regular file at its previous open: `cache=auto` keeps the
+    /// page cache only when they have not changed since.
+    pub opened: Mutex<Option<(i64, i64, i64)>>,
 }
 
 impl Inode {
@@ -91,6 +94,7 @@ impl InodeTable {
             nlookup: AtomicU64::new(1),
             dir: DirCache::default(),
             backing: Mutex::new(Weak::new()),
+            opened: Mutex::new(None),
         };
         table
             .shard(ROOT_ID)
@@ -117,6 +121,18 @@ impl InodeTable {
     /// The root inode.
     pub fn root(&self) -> Option<Arc<Inode>> {
         self.get(ROOT_ID)
+    }
+
+    /// The inode of backing object (`dev`, `ino`) if the kernel holds it under its st_ino
+    /// (objects with synthetic ids are not found).
+    pub fn find(&self, dev: u64, ino: u64) -> Option<Arc<Inode>> {
+        if let Some(root) = self.root().filter(|r| r.dev == dev && r.ino == ino) {
+            return Some(root);
+        }
+        if !self.uses_st_ino(dev, ino) {
+            return None;
+        }
+        self.get(ino).filter(|i| i.dev == dev && i.ino == ino)
     }
 
     fn uses_st_ino(&self, dev: u64, ino: u64) -> bool {
@@ -187,6 +203,7 @@ impl InodeTable {
             nlookup: AtomicU64::new(1),
             dir: DirCache::default(),
             backing: Mutex::new(Weak::new()),
+            opened: Mutex::new(None),
         });
         if shard.insert(id, Arc::clone(&inode)).is_none() {
             self.live.fetch_add(1, Ordering::Relaxed);

@@ -5,6 +5,17 @@
 //! `O_NOFOLLOW`, so no full paths are built and no symlink inside the source is ever followed.
 //! Every name a client sends is checked with [`policy::check_component`]; names read from the
 //! backing store go through the [`Mapper`] (hidden, shown unchanged, or shown mapped).
+//!
+//! Names a client creates or renames to must also pass the `deny=` hygiene rules (EINVAL, or a
+//! log line in audit mode); existing names are never checked, so nothing becomes unreachable.
+//! With `unicode=`, a client's name is put in the form before anything else: it is stored in
+//! that form, and a lookup in any spelling finds the entry shown under the form.
+//!
+//! Hot paths (lookup, getattr, open, read, write, readdirplus) take no global lock: inodes and
+//! handles live in sharded tables, and the only process-wide set (names already logged) is
+//! touched only for malformed or refused names. Looking up a valid name that exists costs one
+//! `fstatat` (plus an `O_PATH` open for an inode the kernel did not hold) and allocates nothing
+//! for the name.
 
 mod dir;
 mod handles;
@@ -12,7 +23,7 @@ mod inode;
 mod sys;
 
 use crate::mapping::{Mapper, Mode};
-use crate::policy::{self, Escaped, NameError};
+use crate::policy::{self, Deny, Escaped, Form, NameError};
 use dir::{CachedIndex, Listing, Snapshot};
 use fuser::{
     AccessFlags, BackingId, CopyFileRangeFlags, Errno, FileAttr, FileHandle, FileType, Filesystem,
@@ -35,6 +46,10 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 /// How long the kernel may cache what it learnt (`-o cache=`, `*_timeout=`).
+///
+/// The three presets: [`CachePolicy::auto`] (the default) is safe when SOURCE also changes
+/// underneath the mount; [`CachePolicy::always`] trusts that only the mount changes it;
+/// [`CachePolicy::never`] makes every access ask the daemon.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct CachePolicy {
     /// Validity of a name → inode entry.
@@ -43,22 +58,69 @@ pub struct CachePolicy {
     pub attr_timeout: Duration,
     /// Validity of "no such name"; zero disables negative caching.
     pub negative_timeout: Duration,
-    /// Keep the page cache of a file across opens when it did not change.
+    /// Keep the page cache of a file across opens, unconditionally.
     pub keep_cache: bool,
+    /// Keep the page cache of a file across opens when its mtime and size are unchanged since
+    /// its previous open (libfuse's `auto_cache`), and let the kernel drop cached pages when it
+    /// sees the mtime change (FUSE_AUTO_INVAL_DATA).
+    pub auto_cache: bool,
     /// Let the kernel cache directory listings.
     pub cache_dir: bool,
+    /// Let the kernel buffer writes (FUSE_WRITEBACK_CACHE). Only used when kernel passthrough is
+    /// not, since the two exclude each other.
+    pub writeback: bool,
 }
 
-impl Default for CachePolicy {
-    /// `cache=auto`: short timeouts, safe when the source also changes underneath.
-    fn default() -> CachePolicy {
+/// Validity of kernel caches under `cache=always`: one day, as libfuse's passthrough examples.
+const LONG_TIMEOUT: Duration = Duration::from_secs(86_400);
+
+impl CachePolicy {
+    /// `cache=auto`: 1 s entry and attribute timeouts, no negative caching, page cache kept
+    /// only for files unchanged since their previous open. SOURCE may change underneath.
+    pub fn auto() -> CachePolicy {
         CachePolicy {
             entry_timeout: Duration::from_secs(1),
             attr_timeout: Duration::from_secs(1),
             negative_timeout: Duration::ZERO,
             keep_cache: false,
+            auto_cache: true,
             cache_dir: false,
+            writeback: false,
         }
+    }
+
+    /// `cache=always`: a day of entry, attribute and negative caching, page and directory
+    /// caches kept, writeback caching when passthrough is off. Only the mount changes SOURCE.
+    pub fn always() -> CachePolicy {
+        CachePolicy {
+            entry_timeout: LONG_TIMEOUT,
+            attr_timeout: LONG_TIMEOUT,
+            negative_timeout: LONG_TIMEOUT,
+            keep_cache: true,
+            auto_cache: false,
+            cache_dir: true,
+            writeback: true,
+        }
+    }
+
+    /// `cache=never`: zero timeouts and no page cache kept across opens.
+    pub fn never() -> CachePolicy {
+        CachePolicy {
+            entry_timeout: Duration::ZERO,
+            attr_timeout: Duration::ZERO,
+            negative_timeout: Duration::ZERO,
+            keep_cache: false,
+            auto_cache: false,
+            cache_dir: false,
+            writeback: false,
+        }
+    }
+}
+
+impl Default for CachePolicy {
+    /// [`CachePolicy::auto`].
+    fn default() -> CachePolicy {
+        CachePolicy::auto()
     }
 }
 
@@ -77,10 +139,18 @@ pub struct FsConfig {
     pub passthrough: bool,
     /// Kernel caching (`-o cache=`).
     pub cache: CachePolicy,
+    /// Hygiene rules that names clients create or rename to must pass (`-o deny=LIST`):
+    /// EINVAL otherwise, or a log line in `malformed=audit` mode. Existing names stay usable.
+    pub deny: Deny,
+    /// Unicode normalization form of shown and created names (`-o unicode=nfc|nfd`); lookups
+    /// are normalization-insensitive. Applied to [`FsConfig::mapper`] when the filesystem
+    /// starts ([`Mapper::with_form`]).
+    pub unicode: Option<Form>,
 }
 
 impl FsConfig {
-    /// A read-write configuration with default caching and kernel passthrough on.
+    /// A read-write configuration with default caching, kernel passthrough on, no hygiene
+    /// rule and no normalization form.
     pub fn new(source: impl Into<PathBuf>, mapper: Mapper) -> FsConfig {
         FsConfig {
             source: source.into(),
@@ -89,6 +159,8 @@ impl FsConfig {
             allow_other: false,
             passthrough: true,
             cache: CachePolicy::default(),
+            deny: Deny::NONE,
+            unicode: None,
         }
     }
 }
@@ -100,6 +172,7 @@ pub struct FsStats {
     open_handles: Arc<AtomicUsize>,
     hidden_names: AtomicU64,
     malformed_logged: AtomicU64,
+    hygiene_logged: AtomicU64,
 }
 
 impl FsStats {
@@ -122,6 +195,11 @@ impl FsStats {
     pub fn malformed_logged(&self) -> u64 {
         self.malformed_logged.load(Ordering::Relaxed)
     }
+
+    /// Distinct names breaking a `deny=` rule that audit mode let clients create and logged.
+    pub fn hygiene_logged(&self) -> u64 {
+        self.hygiene_logged.load(Ordering::Relaxed)
+    }
 }
 
 /// The filesystem: mirrors `FsConfig::source`, checking every name that crosses it.
@@ -130,20 +208,38 @@ pub struct Utf8Fs {
     inodes: InodeTable,
     handles: Handles,
     stats: Arc<FsStats>,
-    /// (directory node id, backing name) of malformed names already logged.
+    /// (directory node id, name) of malformed names and hygiene violations already logged.
     logged: Mutex<HashSet<(u64, Box<[u8]>)>>,
+    /// SOURCE as the kernel names it (`/proc/self/fd` of the root), to name directories in logs.
+    source_path: Vec<u8>,
     euid: u32,
     /// Kernel passthrough negotiated and not yet found failing.
     passthrough: AtomicBool,
+    /// Writeback caching negotiated: opens must be readable and must not append.
+    writeback: AtomicBool,
 }
 
 type Res<T> = Result<T, Errno>;
 
 const NO_ID: u32 = u32::MAX;
 
+/// What a logged name is: decides the message and the counters.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Logged {
+    /// A malformed backing name hidden from clients.
+    Hidden,
+    /// A malformed name shown mapped or passed through (the text says how).
+    Malformed(&'static str),
+    /// A name a client created or renamed to that breaks a hygiene rule (audit mode).
+    Hygiene(policy::Violation),
+}
+
 impl Utf8Fs {
     /// Opens the backing directory; fails if it is missing or not a directory.
-    pub fn new(config: FsConfig) -> io::Result<Utf8Fs> {
+    pub fn new(mut config: FsConfig) -> io::Result<Utf8Fs> {
+        let form = config.unicode.or(config.mapper.form());
+        config.unicode = form;
+        config.mapper = config.mapper.clone().with_form(form);
         let source = &config.source;
         let c = std::ffi::CString::new(source.as_os_str().as_bytes()).map_err(|_| {
             io::Error::new(
@@ -166,6 +262,7 @@ impl Utf8Fs {
         let root: OwnedFd = unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) };
         let st =
             sys::stat_fd(root.as_fd()).map_err(|e| err(io::Error::from_raw_os_error(e.code())))?;
+        let source_path = sys::fd_path(root.as_fd()).unwrap_or_default();
         let stats = Arc::new(FsStats::default());
         let inodes = InodeTable::new(root, &st, Arc::clone(&stats.live_inodes));
         let handles = Handles::new(Arc::clone(&stats.open_handles));
@@ -175,8 +272,10 @@ impl Utf8Fs {
             handles,
             stats,
             logged: Mutex::new(HashSet::new()),
+            source_path,
             euid: sys::geteuid(),
             passthrough: AtomicBool::new(false),
+            writeback: AtomicBool::new(false),
         })
     }
 
@@ -210,34 +309,96 @@ impl Utf8Fs {
         self.config.mapper.mode()
     }
 
-    /// Logs a malformed backing name once per directory; `hidden` counts it as hidden.
-    fn log_malformed(&self, dir: u64, name: &[u8], what: &str, hidden: bool) {
-        let mut logged = self.logged.lock().unwrap_or_else(|e| e.into_inner());
-        if logged.insert((dir, name.into())) {
-            drop(logged);
-            self.stats.malformed_logged.fetch_add(1, Ordering::Relaxed);
-            if hidden {
-                self.stats.hidden_names.fetch_add(1, Ordering::Relaxed);
+    /// The path of a directory relative to SOURCE, for log messages: `.` for SOURCE itself,
+    /// `inode N` when the kernel no longer knows a path under SOURCE (removed meanwhile).
+    fn dir_path(&self, dir: &Inode) -> String {
+        if dir.id == inode::ROOT_ID {
+            return ".".into();
+        }
+        match sys::fd_path(dir.fd()) {
+            Ok(p) if !self.source_path.is_empty() => {
+                let base = self
+                    .source_path
+                    .strip_suffix(b"/")
+                    .unwrap_or(&self.source_path);
+                match p.strip_prefix(base).and_then(|r| r.strip_prefix(b"/")) {
+                    Some(rel) if !rel.is_empty() => Escaped(rel).to_string(),
+                    _ => format!("inode {}", dir.id),
+                }
             }
-            warn!(
-                "malformed name {} in directory inode {dir}: {what}",
-                Escaped(name)
-            );
+            _ => format!("inode {}", dir.id),
         }
     }
 
-    /// Checks a name a client sent. Audit mode lets malformed names through (logged).
-    fn check_name<'a>(&self, dir: u64, name: &'a OsStr) -> Res<&'a [u8]> {
+    /// Logs a name once per directory; the directory is named by its path (computed only here).
+    fn log_name(&self, dir: &Inode, name: &[u8], what: Logged) {
+        let mut logged = self.logged.lock().unwrap_or_else(|e| e.into_inner());
+        if !logged.insert((dir.id, name.into())) {
+            return;
+        }
+        drop(logged);
+        let path = self.dir_path(dir);
+        match what {
+            Logged::Hidden | Logged::Malformed(_) => {
+                self.stats.malformed_logged.fetch_add(1, Ordering::Relaxed);
+                let how = match what {
+                    Logged::Malformed(how) => how,
+                    _ => {
+                        self.stats.hidden_names.fetch_add(1, Ordering::Relaxed);
+                        "hidden"
+                    }
+                };
+                warn!("{path}: malformed name {}: {how}", Escaped(name));
+            }
+            Logged::Hygiene(v) => {
+                self.stats.hygiene_logged.fetch_add(1, Ordering::Relaxed);
+                warn!("{path}: name {} {v}: allowed (audit mode)", Escaped(name));
+            }
+        }
+    }
+
+    /// Checks a name a client sent, and puts it in the normalization form if there is one.
+    /// Audit mode lets malformed names through (logged). Valid names in the form (or without a
+    /// form) are borrowed: no allocation.
+    fn check_name<'a>(&self, dir: &Inode, name: &'a OsStr) -> Res<Cow<'a, [u8]>> {
         let bytes = name.as_bytes();
         match policy::check_component(bytes) {
-            Ok(_) => Ok(bytes),
+            Ok(_) => Ok(self.config.mapper.client_name(bytes)),
             Err(NameError::Malformed(_)) if self.mode() == Mode::Audit => {
-                self.log_malformed(dir, bytes, "passed through from a client", false);
-                Ok(bytes)
+                self.log_name(
+                    dir,
+                    bytes,
+                    Logged::Malformed("passed through from a client"),
+                );
+                Ok(Cow::Borrowed(bytes))
             }
             Err(e) => {
                 debug!("refused name {}: {e}", Escaped(bytes));
                 Err(Errno::from_i32(e.errno()))
+            }
+        }
+    }
+
+    /// Checks a name a client creates or renames to against the hygiene rules (`deny=`):
+    /// EINVAL when it breaks one, or a log line in audit mode.
+    fn check_hygiene(&self, dir: &Inode, name: &[u8]) -> Res<()> {
+        let deny = self.config.deny;
+        if deny.is_empty() {
+            return Ok(());
+        }
+        // Malformed names only get here in audit mode, where they were logged already.
+        let Ok(text) = std::str::from_utf8(name) else {
+            return Ok(());
+        };
+        match policy::check_hygiene(text, deny) {
+            Ok(()) => Ok(()),
+            Err(v) if self.mode() == Mode::Audit => {
+                self.log_name(dir, name, Logged::Hygiene(v));
+                Ok(())
+            }
+            Err(v) => {
+                debug!("refused name {}: {v}", Escaped(name));
+                Err(Errno::from_i32(v.errno()))
             }
         }
     }
@@ -258,16 +419,20 @@ impl Utf8Fs {
     /// The backing name of the entry clients see as `shown` in `dir`, when it exists under
     /// another name; `None` when `shown` should be used literally.
     fn mapped_backing(&self, dir: &Inode, shown: &[u8]) -> Res<Option<Vec<u8>>> {
-        let mapper = &self.config.mapper;
-        if !mapper.normalizes() {
+        if !self.config.mapper.normalizes() {
             return Ok(None);
         }
         match sys::stat_at(dir.fd(), shown) {
-            Ok(_) => return Ok(None),
-            Err(e) if e.code() != libc::ENOENT => return Ok(None),
-            Err(_) => {}
+            Ok(_) => Ok(None),
+            Err(e) if e.code() != libc::ENOENT => Ok(None),
+            Err(_) => self.mapped_after_miss(dir, shown),
         }
-        if let Some(b) = mapper.invert(shown) {
+    }
+
+    /// [`Utf8Fs::mapped_backing`] once `shown` is known not to exist literally.
+    fn mapped_after_miss(&self, dir: &Inode, shown: &[u8]) -> Res<Option<Vec<u8>>> {
+        let mapper = &self.config.mapper;
+        for b in mapper.inversions(shown) {
             if sys::stat_at(dir.fd(), &b).is_ok() {
                 let idx = self.dir_index(dir, false)?;
                 if idx.index.shown(&b) == Some(shown) {
@@ -297,18 +462,25 @@ impl Utf8Fs {
 
     /// Checks `name` and resolves it to the backing name of the entry clients see under it.
     fn resolve<'a>(&self, dir: &Inode, name: &'a OsStr) -> Res<Cow<'a, [u8]>> {
-        let shown = self.check_name(dir.id, name)?;
-        Ok(match self.mapped_backing(dir, shown)? {
+        let shown = self.check_name(dir, name)?;
+        Ok(match self.mapped_backing(dir, &shown)? {
             Some(b) => Cow::Owned(b),
-            None => Cow::Borrowed(shown),
+            None => shown,
         })
     }
 
-    /// Checks a name a client creates: it is written literally, and must not already stand
-    /// for a mapped entry.
-    fn new_name<'a>(&self, dir: &Inode, name: &'a OsStr) -> Res<&'a [u8]> {
-        let shown = self.check_name(dir.id, name)?;
-        if self.mapped_backing(dir, shown)?.is_some() {
+    /// Checks a name a client creates: it passes the hygiene rules, is written literally (in
+    /// the normalization form), and must not already stand for a mapped entry.
+    fn new_name<'a>(&self, dir: &Inode, name: &'a OsStr) -> Res<Cow<'a, [u8]>> {
+        let shown = self.check_name(dir, name)?;
+        if let Err(e) = self.check_hygiene(dir, &shown) {
+            // An existing entry is reported as such, whatever its name.
+            if sys::stat_at(dir.fd(), &shown).is_ok() {
+                return Err(Errno::EEXIST);
+            }
+            return Err(e);
+        }
+        if self.mapped_backing(dir, &shown)?.is_some() {
             return Err(Errno::EEXIST);
         }
         Ok(shown)
@@ -433,16 +605,51 @@ impl Utf8Fs {
         }
     }
 
-    fn open_flags(&self, dir: bool) -> FopenFlags {
+    /// The open flags of a directory handle.
+    fn dir_open_flags(&self) -> FopenFlags {
+        if self.config.cache.cache_dir {
+            FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE
+        } else {
+            FopenFlags::empty()
+        }
+    }
+
+    /// The open flags of a file handle. With `cache=auto` the page cache is kept only when the
+    /// file's mtime and size are what they were at its previous open; passthrough opens skip
+    /// the check (the kernel then uses the backing file's own page cache).
+    fn file_open_flags(&self, inode: &Inode, fd: &OwnedFd, passthrough: bool) -> FopenFlags {
         let c = &self.config.cache;
-        let mut f = FopenFlags::empty();
-        if dir && c.cache_dir {
-            f |= FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE;
+        if c.keep_cache {
+            return FopenFlags::FOPEN_KEEP_CACHE;
         }
-        if !dir && c.keep_cache {
-            f |= FopenFlags::FOPEN_KEEP_CACHE;
+        if !c.auto_cache || passthrough || inode.fmt != libc::S_IFREG {
+            return FopenFlags::empty();
         }
-        f
+        let Ok(st) = sys::stat_fd(fd.as_fd()) else {
+            return FopenFlags::empty();
+        };
+        let now = (st.st_mtime, st.st_mtime_nsec, st.st_size);
+        let mut opened = inode.opened.lock().unwrap_or_else(|e| e.into_inner());
+        let same = *opened == Some(now);
+        *opened = Some(now);
+        if same {
+            FopenFlags::FOPEN_KEEP_CACHE
+        } else {
+            FopenFlags::empty()
+        }
+    }
+
+    /// Open flags as the backing open needs them: with writeback caching the kernel reads
+    /// pages of write-only files and handles O_APPEND itself, as in libfuse's passthrough_hp.
+    fn backing_flags(&self, flags: i32) -> i32 {
+        let mut flags = flags & !libc::O_NOCTTY;
+        if self.writeback.load(Ordering::Relaxed) {
+            if flags & libc::O_ACCMODE == libc::O_WRONLY {
+                flags = (flags & !libc::O_ACCMODE) | libc::O_RDWR;
+            }
+            flags &= !libc::O_APPEND;
+        }
+        flags
     }
 
     /// Takes (or reuses) the listing a directory handle serves.
@@ -455,64 +662,171 @@ impl Utf8Fs {
         }
         let st = sys::stat_fd(dir.fd())?;
         let listing = Listing::read(h.fd())?;
-        let snap = match self.mode() {
-            Mode::Reject => listing.into_snapshot(
-                |n| crate::utf8::is_valid(n).then_some(None),
-                |n| self.log_malformed(dir.id, n, "hidden", true),
-            ),
-            Mode::Audit => listing.into_snapshot(
+        let mapper = &self.config.mapper;
+        let snap = if mapper.normalizes() {
+            let cached = dir.dir.store(mapper, &listing, &st);
+            let how = if self.mode() == Mode::Audit {
+                "passed through"
+            } else {
+                "shown mapped"
+            };
+            listing.into_snapshot(
+                |n| {
+                    let s = cached.index.shown(n)?;
+                    if !crate::utf8::is_valid(n) {
+                        self.log_name(dir, n, Logged::Malformed(how));
+                    }
+                    if s == n {
+                        Some(None)
+                    } else {
+                        Some(Some(s.to_vec()))
+                    }
+                },
+                |n| self.log_name(dir, n, Logged::Hidden),
+            )
+        } else if self.mode() == Mode::Audit {
+            listing.into_snapshot(
                 |n| {
                     if !crate::utf8::is_valid(n) {
-                        self.log_malformed(dir.id, n, "passed through", false);
+                        self.log_name(dir, n, Logged::Malformed("passed through"));
                     }
                     Some(None)
                 },
                 |_| {},
-            ),
-            _ => {
-                let cached = dir.dir.store(&self.config.mapper, &listing, &st);
-                listing.into_snapshot(
-                    |n| {
-                        let s = cached.index.shown(n)?;
-                        if s == n {
-                            Some(None)
-                        } else {
-                            self.log_malformed(dir.id, n, "shown mapped", false);
-                            Some(Some(s.to_vec()))
-                        }
-                    },
-                    |n| self.log_malformed(dir.id, n, "hidden", true),
-                )
-            }
+            )
+        } else {
+            listing.into_snapshot(
+                |n| crate::utf8::is_valid(n).then_some(None),
+                |n| self.log_name(dir, n, Logged::Hidden),
+            )
         };
         let snap = Arc::new(snap);
         *slot = Some(Arc::clone(&snap));
         Ok(snap)
     }
 
-    /// Maps each malformed component of a symlink target to the name the mount shows.
-    fn map_target(&self, target: Vec<u8>) -> Vec<u8> {
+    /// Maps each component of a symlink target to the name the mount shows for it. Each
+    /// component is mapped with the index of the directory it is in, as long as that directory
+    /// can be reached from the link's directory, component by component, without following a
+    /// symlink or leaving SOURCE; after that (and for absolute targets) each component is mapped
+    /// on its own ([`Mapper::candidate`]).
+    fn map_target(&self, link: &Inode, target: Vec<u8>) -> Vec<u8> {
         let mapper = &self.config.mapper;
-        if !mapper.normalizes() || crate::utf8::is_valid(&target) {
+        let shows_itself = |c: &[u8]| matches!(mapper.candidate(c), Some(Cow::Borrowed(_)));
+        if !mapper.normalizes() || target.split(|&b| b == b'/').all(shows_itself) {
             return target;
         }
+        let mut dir = if target.starts_with(b"/") {
+            None
+        } else {
+            self.link_dir(link)
+        };
+        let comps: Vec<&[u8]> = target.split(|&b| b == b'/').collect();
         let mut out = Vec::with_capacity(target.len() * 2);
-        for (i, comp) in target.split(|&b| b == b'/').enumerate() {
+        for (i, comp) in comps.iter().enumerate() {
             if i > 0 {
                 out.push(b'/');
             }
-            match mapper.candidate(comp) {
+            let last = i + 1 == comps.len();
+            if comp.is_empty() || *comp == b"." || *comp == b".." {
+                out.extend_from_slice(comp);
+                if *comp == b".." {
+                    dir = dir.and_then(|d| self.parent_within_source(d));
+                }
+                continue;
+            }
+            let shown = if shows_itself(comp) {
+                None
+            } else {
+                dir.as_ref().and_then(|d| self.shown_in(d, comp))
+            };
+            match shown {
                 Some(s) => out.extend_from_slice(&s),
-                None => out.extend_from_slice(comp),
+                None => match mapper.candidate(comp) {
+                    Some(s) => out.extend_from_slice(&s),
+                    None => out.extend_from_slice(comp),
+                },
+            }
+            if !last {
+                dir = dir.and_then(|d| {
+                    sys::openat(
+                        d.as_fd(),
+                        comp,
+                        libc::O_PATH | libc::O_NOFOLLOW | libc::O_DIRECTORY,
+                        0,
+                    )
+                    .ok()
+                });
             }
         }
         out
     }
 
+    /// An `O_PATH` fd of the directory holding a symlink, found from the path the kernel knows
+    /// for it, walked from SOURCE without following symlinks.
+    fn link_dir(&self, link: &Inode) -> Option<OwnedFd> {
+        let path = sys::fd_path(link.fd()).ok()?;
+        let base = self
+            .source_path
+            .strip_suffix(b"/")
+            .unwrap_or(&self.source_path);
+        let rel = path.strip_prefix(base)?.strip_prefix(b"/")?;
+        let dir = match rel.iter().rposition(|&b| b == b'/') {
+            Some(slash) => &rel[..slash],
+            None => &b""[..],
+        };
+        let root = self.inodes.root()?;
+        let mut fd = sys::openat(root.fd(), b".", libc::O_PATH | libc::O_DIRECTORY, 0).ok()?;
+        for comp in dir.split(|&b| b == b'/').filter(|c| !c.is_empty()) {
+            fd = sys::openat(
+                fd.as_fd(),
+                comp,
+                libc::O_PATH | libc::O_NOFOLLOW | libc::O_DIRECTORY,
+                0,
+            )
+            .ok()?;
+        }
+        Some(fd)
+    }
+
+    /// The parent of directory `dir`, unless `dir` is SOURCE itself.
+    fn parent_within_source(&self, dir: OwnedFd) -> Option<OwnedFd> {
+        let root = self.inodes.root()?;
+        let st = sys::stat_fd(dir.as_fd()).ok()?;
+        if st.st_dev == root.dev && st.st_ino == root.ino {
+            return None;
+        }
+        sys::openat(dir.as_fd(), b"..", libc::O_PATH | libc::O_DIRECTORY, 0).ok()
+    }
+
+    /// The shown name of backing entry `name` of the directory open as `dir`: from the cached
+    /// index when the kernel knows the directory, else from a fresh listing.
+    fn shown_in(&self, dir: &OwnedFd, name: &[u8]) -> Option<Vec<u8>> {
+        let st = sys::stat_fd(dir.as_fd()).ok()?;
+        if let Some(inode) = self.inodes.find(st.st_dev, st.st_ino) {
+            let idx = self.dir_index(&inode, false).ok()?;
+            return idx.index.shown(name).map(<[u8]>::to_vec);
+        }
+        let fd = sys::openat(dir.as_fd(), b".", libc::O_RDONLY | libc::O_DIRECTORY, 0).ok()?;
+        let listing = Listing::read(fd.as_fd()).ok()?;
+        let index = crate::mapping::DirIndex::build(&self.config.mapper, listing.names());
+        index.shown(name).map(<[u8]>::to_vec)
+    }
+
+    /// Looks up a client's name: a literal hit costs one stat and no allocation; the mapped
+    /// view is consulted only on a miss.
     fn do_lookup(&self, parent: INodeNo, name: &OsStr) -> Res<(Arc<Inode>, libc::stat)> {
         let parent = self.inode(parent)?;
-        let backing = self.resolve(&parent, name)?;
-        self.inodes.lookup(&parent, &backing)
+        let shown = self.check_name(&parent, name)?;
+        match self.inodes.lookup(&parent, &shown) {
+            Err(e) if e.code() == libc::ENOENT && self.config.mapper.normalizes() => {
+                match self.mapped_after_miss(&parent, &shown)? {
+                    Some(b) => self.inodes.lookup(&parent, &b),
+                    None => Err(e),
+                }
+            }
+            r => r,
+        }
     }
 
     fn do_setattr(&self, ino: INodeNo, ch: Changes) -> Res<FileAttr> {
@@ -570,7 +884,13 @@ impl Utf8Fs {
         if (acc != libc::O_RDONLY || flags & libc::O_TRUNC != 0) && self.config.read_only {
             return Err(Errno::EROFS);
         }
-        sys::reopen(inode.fd(), flags & !libc::O_NOCTTY)
+        match sys::reopen(inode.fd(), self.backing_flags(flags)) {
+            // Writeback wanted read access the caller may not have: open as asked.
+            Err(e) if e.code() == libc::EACCES && acc == libc::O_WRONLY => {
+                sys::reopen(inode.fd(), flags & !libc::O_NOCTTY)
+            }
+            r => r,
+        }
     }
 
     fn xattr_name(name: &OsStr) -> Res<std::ffi::CString> {
@@ -712,6 +1032,20 @@ impl Filesystem for Utf8Fs {
             | InitFlags::FUSE_PARALLEL_DIROPS
             | InitFlags::FUSE_ATOMIC_O_TRUNC;
         let _ = config.add_capabilities(caps & wanted);
+        let cache = &self.config.cache;
+        if cache.auto_cache {
+            let _ = config.add_capabilities(caps & InitFlags::FUSE_AUTO_INVAL_DATA);
+        }
+        let passthrough = self.passthrough.load(Ordering::Relaxed);
+        if cache.writeback
+            && !passthrough
+            && caps.contains(InitFlags::FUSE_WRITEBACK_CACHE)
+            && config
+                .add_capabilities(InitFlags::FUSE_WRITEBACK_CACHE)
+                .is_ok()
+        {
+            self.writeback.store(true, Ordering::Relaxed);
+        }
         let _ = config.set_max_write(1 << 20);
         Ok(())
     }
@@ -796,8 +1130,7 @@ impl Filesystem for Utf8Fs {
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
         let r = self
             .inode(ino)
-            .and_then(|i| sys::readlink_fd(i.fd()))
-            .map(|t| self.map_target(t));
+            .and_then(|i| sys::readlink_fd(i.fd()).map(|t| self.map_target(&i, t)));
         match r {
             Ok(t) => reply.data(&t),
             Err(e) => reply.error(e),
@@ -817,7 +1150,7 @@ impl Filesystem for Utf8Fs {
         let r = (|| {
             self.writable()?;
             let parent = self.inode(parent)?;
-            let name = self.new_name(&parent, name)?;
+            let name = &*self.new_name(&parent, name)?;
             sys::clear_thread_umask();
             sys::mknodat(parent.fd(), name, mode, u64::from(rdev))?;
             self.finish_new(req, &parent, name, mode)
@@ -840,7 +1173,7 @@ impl Filesystem for Utf8Fs {
         let r = (|| {
             self.writable()?;
             let parent = self.inode(parent)?;
-            let name = self.new_name(&parent, name)?;
+            let name = &*self.new_name(&parent, name)?;
             sys::clear_thread_umask();
             sys::mkdirat(parent.fd(), name, mode)?;
             self.finish_new(req, &parent, name, mode | libc::S_IFDIR)
@@ -892,13 +1225,13 @@ impl Filesystem for Utf8Fs {
         let r = (|| {
             self.writable()?;
             let parent = self.inode(parent)?;
-            let name = self.new_name(&parent, link_name)?;
+            let name = &*self.new_name(&parent, link_name)?;
             let target = target.as_os_str().as_bytes();
             for comp in target.split(|&b| b == b'/') {
                 if comp.is_empty() || comp == b"." || comp == b".." {
                     continue;
                 }
-                self.check_name(parent.id, os(comp))?;
+                self.check_name(&parent, os(comp))?;
             }
             sys::clear_thread_umask();
             sys::symlinkat(target, parent.fd(), name)?;
@@ -925,7 +1258,12 @@ impl Filesystem for Utf8Fs {
             let parent = self.inode(parent)?;
             let newparent = self.inode(newparent)?;
             let old = self.resolve(&parent, name)?;
-            let new = self.resolve(&newparent, newname)?;
+            let new = self.check_name(&newparent, newname)?;
+            self.check_hygiene(&newparent, &new)?;
+            let new = match self.mapped_backing(&newparent, &new)? {
+                Some(b) => Cow::Owned(b),
+                None => new,
+            };
             sys::renameat2(parent.fd(), &old, newparent.fd(), &new, flags.bits())?;
             parent.dir.invalidate();
             newparent.dir.invalidate();
@@ -949,7 +1287,7 @@ impl Filesystem for Utf8Fs {
             self.writable()?;
             let inode = self.inode(ino)?;
             let newparent = self.inode(newparent)?;
-            let name = self.new_name(&newparent, newname)?;
+            let name = &*self.new_name(&newparent, newname)?;
             sys::link_fd(inode.fd(), newparent.fd(), name)?;
             newparent.dir.invalidate();
             self.inodes.lookup(&newparent, name)
@@ -965,11 +1303,11 @@ impl Filesystem for Utf8Fs {
             let inode = self.inode(ino)?;
             let fd = self.do_open(&inode, flags.0)?;
             let backing = self.backing_id(&inode, &fd, |f| reply.open_backing(f));
-            Ok::<_, Errno>((fd, backing))
+            Ok::<_, Errno>((inode, fd, backing))
         })();
         match r {
-            Ok((fd, backing)) => {
-                let flags = self.open_flags(false);
+            Ok((inode, fd, backing)) => {
+                let flags = self.file_open_flags(&inode, &fd, backing.is_some());
                 let fh = self.handles.insert(Handle::new(fd, backing.clone()));
                 match backing {
                     Some(b) => reply.opened_passthrough(FileHandle(fh), flags, &b),
@@ -1075,7 +1413,7 @@ impl Filesystem for Utf8Fs {
         match r {
             Ok(fd) => {
                 let fh = self.handles.insert(Handle::new(fd, None));
-                reply.opened(FileHandle(fh), self.open_flags(true));
+                reply.opened(FileHandle(fh), self.dir_open_flags());
             }
             Err(e) => reply.error(e),
         }
@@ -1298,17 +1636,26 @@ impl Filesystem for Utf8Fs {
         let r = (|| {
             self.writable()?;
             let parent = self.inode(parent)?;
-            let shown = self.check_name(parent.id, name)?;
-            let name: Cow<'_, [u8]> = match self.mapped_backing(&parent, shown)? {
+            let shown = self.check_name(&parent, name)?;
+            if let Err(e) = self.check_hygiene(&parent, &shown) {
+                // Opening an existing entry with O_CREAT is an open, not a new name.
+                if sys::stat_at(parent.fd(), &shown).is_err() {
+                    return Err(e);
+                }
+                if flags & libc::O_EXCL != 0 {
+                    return Err(Errno::EEXIST);
+                }
+            }
+            let name: Cow<'_, [u8]> = match self.mapped_backing(&parent, &shown)? {
                 Some(_) if flags & libc::O_EXCL != 0 => return Err(Errno::EEXIST),
                 Some(b) => Cow::Owned(b),
-                None => Cow::Borrowed(shown),
+                None => shown,
             };
             sys::clear_thread_umask();
             let fd = sys::openat(
                 parent.fd(),
                 &name,
-                (flags | libc::O_CREAT | libc::O_NOFOLLOW) & !libc::O_NOCTTY,
+                self.backing_flags(flags | libc::O_CREAT | libc::O_NOFOLLOW),
                 mode,
             )?;
             let (inode, st) = self.finish_new(req, &parent, &name, mode)?;
@@ -1317,10 +1664,10 @@ impl Filesystem for Utf8Fs {
         match r {
             Ok((fd, inode, st)) => {
                 let backing = self.backing_id(&inode, &fd, |f| reply.open_backing(f));
-                let fh = self.handles.insert(Handle::new(fd, backing.clone()));
                 let attr = self.attr(inode.id, &st);
                 let c = &self.config.cache;
-                let flags = self.open_flags(false);
+                let flags = self.file_open_flags(&inode, &fd, backing.is_some());
+                let fh = self.handles.insert(Handle::new(fd, backing.clone()));
                 match backing {
                     Some(b) => reply.created_passthrough(
                         &c.entry_timeout,

@@ -225,6 +225,19 @@ pub fn readlink_fd(fd: BorrowedFd<'_>) -> SysResult<Vec<u8>> {
     Ok(buf)
 }
 
+/// The path the kernel knows for the object behind `fd` (readlink of `/proc/self/fd/N`): used
+/// only to name things in log messages and to find a symlink's directory, never on hot paths.
+pub fn fd_path(fd: BorrowedFd<'_>) -> SysResult<Vec<u8>> {
+    let p = ProcPath::new(fd.as_raw_fd());
+    let mut buf = vec![0u8; libc::PATH_MAX as usize + 1];
+    // SAFETY: NUL-terminated path, buffer of the given length.
+    let n = check_size(unsafe {
+        libc::readlink(p.as_cstr().as_ptr(), buf.as_mut_ptr().cast(), buf.len())
+    })?;
+    buf.truncate(n);
+    Ok(buf)
+}
+
 /// chmod of the object behind an `O_PATH` fd (not a symlink).
 pub fn chmod_fd(fd: BorrowedFd<'_>, mode: u32) -> SysResult<()> {
     let p = ProcPath::new(fd.as_raw_fd());
