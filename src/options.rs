@@ -8,7 +8,7 @@
 
 use crate::fs::{CachePolicy, FsConfig};
 use crate::mapping::{Mapper, Mode};
-use crate::policy::Escaped;
+use crate::policy::{Deny, Escaped, Form};
 use std::ffi::{OsStr, OsString};
 use std::fmt;
 use std::num::NonZeroUsize;
@@ -23,7 +23,6 @@ pub const DEFAULT_SUBTYPE: &str = "utf8fs";
 pub const MAX_THREADS: usize = 256;
 
 /// Validity of kernel caches under `cache=always`: one day, as libfuse's passthrough examples.
-const LONG_TIMEOUT: Duration = Duration::from_secs(86_400);
 
 /// What the command line asks for.
 #[derive(Clone, Debug)]
@@ -117,21 +116,10 @@ pub enum CacheMode {
 impl CacheMode {
     /// The kernel cache settings of this mode, as libfuse's passthrough examples choose them.
     pub fn policy(self) -> CachePolicy {
-        let (timeout, keep) = match self {
-            CacheMode::Auto => (Duration::from_secs(1), false),
-            CacheMode::Always => (LONG_TIMEOUT, true),
-            CacheMode::Never => (Duration::ZERO, false),
-        };
-        CachePolicy {
-            entry_timeout: timeout,
-            attr_timeout: timeout,
-            negative_timeout: if self == CacheMode::Always {
-                LONG_TIMEOUT
-            } else {
-                Duration::ZERO
-            },
-            keep_cache: keep,
-            cache_dir: keep,
+        match self {
+            CacheMode::Auto => CachePolicy::auto(),
+            CacheMode::Always => CachePolicy::always(),
+            CacheMode::Never => CachePolicy::never(),
         }
     }
 }
@@ -181,6 +169,10 @@ Mount options:
                           escape, replace, transcode (decode as charset=), audit (shown, logged)
   charset=LABEL           legacy charset for malformed=transcode (default windows-1252;
                           WHATWG labels such as latin1, koi8-r, shift_jis, gb18030; cp437, cp850)
+  deny=RULE[+RULE...]     refuse new names breaking hygiene rules with EINVAL: control, bidi,
+                          leading-dash, leading-tilde, space, windows, bom, nonchar, shell,
+                          all (every rule but shell), none (default); audit mode only logs
+  unicode=nfc|nfd         store new names in that form, show names in it, look up either form
   ro                      read-only mount; rw (the default) undoes it
   allow_other             let every user use the mount (implies default_permissions)
   allow_root              let the owner and root use the mount
@@ -314,6 +306,8 @@ struct Opts {
     entry_timeout: Option<Duration>,
     attr_timeout: Option<Duration>,
     negative_timeout: Option<Duration>,
+    deny: Deny,
+    unicode: Option<Form>,
 }
 
 impl Opts {
@@ -374,6 +368,16 @@ impl Opts {
                     _ => return Err(bad_value(key, v, "auto, always or never")),
                 })
             }
+            ("deny", Some(v)) => {
+                self.deny =
+                    Deny::parse(v).map_err(|e| UsageError::new(format!("option 'deny': {e}")))?
+            }
+            ("unicode", Some(v)) => {
+                self.unicode = Some(
+                    Form::parse(v)
+                        .map_err(|e| UsageError::new(format!("option 'unicode': {e}")))?,
+                )
+            }
             ("entry_timeout", Some(v)) => self.entry_timeout = Some(seconds(key, v)?),
             ("attr_timeout", Some(v)) => self.attr_timeout = Some(seconds(key, v)?),
             ("negative_timeout", Some(v)) => self.negative_timeout = Some(seconds(key, v)?),
@@ -403,7 +407,8 @@ impl Opts {
             ) => return Err(UsageError::new(format!("option '{key}' takes no value"))),
             (
                 "fsname" | "subtype" | "malformed" | "charset" | "threads" | "passthrough"
-                | "cache" | "entry_timeout" | "attr_timeout" | "negative_timeout",
+                | "cache" | "entry_timeout" | "attr_timeout" | "negative_timeout" | "deny"
+                | "unicode",
                 None,
             ) => {
                 return Err(UsageError::new(format!(
@@ -449,14 +454,13 @@ impl Opts {
         cache.negative_timeout = self.negative_timeout.unwrap_or(cache.negative_timeout);
         let passthrough = self.passthrough.unwrap_or(Passthrough::Auto);
         let debug = debug || self.debug;
-        let fs = FsConfig {
-            source: source.clone(),
-            mapper: Mapper::new(mode),
-            read_only: fuse.read_only,
-            allow_other: fuse.allow_other,
-            passthrough: passthrough != Passthrough::Off,
-            cache,
-        };
+        let mut fs = FsConfig::new(source.clone(), Mapper::new(mode));
+        fs.read_only = fuse.read_only;
+        fs.allow_other = fuse.allow_other;
+        fs.passthrough = passthrough != Passthrough::Off;
+        fs.cache = cache;
+        fs.deny = self.deny;
+        fs.unicode = self.unicode;
         Ok(Invocation::Mount(Box::new(MountArgs {
             source,
             mountpoint,
@@ -541,6 +545,19 @@ mod tests {
     }
 
     #[test]
+    fn deny_and_unicode() {
+        let m = mount(&["s", "m", "-o", "deny=control+bidi,unicode=nfc"]);
+        assert!(m.fs.deny.contains(crate::policy::Rule::Control));
+        assert!(m.fs.deny.contains(crate::policy::Rule::Bidi));
+        assert!(!m.fs.deny.contains(crate::policy::Rule::Windows));
+        assert_eq!(m.fs.unicode, Some(Form::Nfc));
+        for bad in ["deny=nope", "unicode=nfkc", "deny", "unicode"] {
+            let args: Vec<OsString> = ["s", "m", "-o", bad].iter().map(OsString::from).collect();
+            assert!(parse(&args).is_err(), "{bad} accepted");
+        }
+    }
+
+    #[test]
     fn defaults() {
         let m = mount(&["src", "mnt"]);
         assert_eq!(m.source, PathBuf::from("src"));
@@ -600,6 +617,8 @@ mod tests {
         for key in [
             "malformed=",
             "charset=",
+            "deny=",
+            "unicode=",
             "ro ",
             "allow_other",
             "allow_root",
