@@ -22,8 +22,6 @@ pub const DEFAULT_SUBTYPE: &str = "utf8fs";
 /// Most worker threads `-o threads=` accepts.
 pub const MAX_THREADS: usize = 256;
 
-/// Validity of kernel caches under `cache=always`: one day, as libfuse's passthrough examples.
-
 /// What the command line asks for.
 #[derive(Clone, Debug)]
 pub enum Invocation {
