@@ -67,11 +67,49 @@ fn mount(args: &mut MountArgs) -> Result<(), String> {
     args.fs.source = source.clone();
     args.source = source;
     args.mountpoint = mountpoint;
+    raise_fd_limit();
     if args.foreground {
         let (session, stats) = start(args)?;
         serve(session, stats)
     } else {
         daemonize(args)
+    }
+}
+
+/// Raises the open-file limit as far as allowed: the filesystem holds one `O_PATH` fd per inode
+/// the kernel remembers, so a tree of a million files needs a million fds (as libfuse's
+/// passthrough_hp does). Root may raise the hard limit up to `fs.nr_open`.
+fn raise_fd_limit() {
+    let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
+        .ok()
+        .and_then(|s| s.trim().parse::<libc::rlim_t>().ok());
+    let mut rl = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit/setrlimit only read and write the struct passed.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) != 0 {
+            return;
+        }
+        if let Some(max) = nr_open {
+            if max > rl.rlim_max {
+                let wanted = libc::rlimit {
+                    rlim_cur: max,
+                    rlim_max: max,
+                };
+                if libc::setrlimit(libc::RLIMIT_NOFILE, &wanted) == 0 {
+                    return;
+                }
+            }
+        }
+        rl.rlim_cur = rl.rlim_max;
+        if libc::setrlimit(libc::RLIMIT_NOFILE, &rl) != 0 {
+            log::warn!(
+                "cannot raise the open-file limit: {}",
+                io::Error::last_os_error()
+            );
+        }
     }
 }
 
