@@ -55,22 +55,31 @@ pub fn check_component(name: &[u8]) -> Result<&str, NameError> {
     utf8::from_utf8(name).map_err(NameError::Malformed)
 }
 
-/// Displays a byte string with every byte that is not part of valid UTF-8, and every control
-/// character, written as `\xHH` (and `\` as `\\`), so that `caf\xE9` can be logged and read back.
+/// Displays a byte string with every byte that is not part of valid UTF-8 written as `\xHH`,
+/// C0 controls and DEL as `\xHH`, C1 controls and bidirectional formatting characters as
+/// `\u{HHHH}` (so a logged name cannot reorder the terminal line: Trojan Source), and `\` as
+/// `\\`: `caf\xE9` can be logged and read back.
 pub struct Escaped<'a>(pub &'a [u8]);
+
+/// Characters [`Escaped`] writes as an escape rather than as themselves.
+fn needs_escape(c: char) -> bool {
+    c == '\\' || c < '\u{20}' || ('\u{7f}'..='\u{9f}').contains(&c) || is_bidi(c)
+}
 
 impl fmt::Display for Escaped<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         for chunk in utf8::chunks(self.0) {
-            // Plain runs are written whole; only `\\` and controls are written one by one.
+            // Plain runs are written whole; only `\\`, controls and bidi characters one by one.
             let mut rest = chunk.valid;
-            while let Some(i) = rest.find(|c: char| c == '\\' || c < '\u{20}' || c == '\u{7f}') {
+            while let Some(i) = rest.find(needs_escape) {
                 f.write_str(&rest[..i])?;
-                match rest.as_bytes()[i] {
-                    b'\\' => f.write_str("\\\\")?,
-                    b => write!(f, "\\x{b:02X}")?,
+                let c = rest[i..].chars().next().unwrap_or('\\');
+                match c {
+                    '\\' => f.write_str("\\\\")?,
+                    c if c <= '\u{7f}' => write!(f, "\\x{:02X}", c as u32)?,
+                    c => write!(f, "\\u{{{:04X}}}", c as u32)?,
                 }
-                rest = &rest[i + 1..];
+                rest = &rest[i + c.len_utf8()..];
             }
             f.write_str(rest)?;
             for b in chunk.invalid {
@@ -526,6 +535,11 @@ mod tests {
     fn escaped() {
         assert_eq!(Escaped(b"caf\xe9").to_string(), "caf\\xE9");
         assert_eq!(Escaped("a\\b\n".as_bytes()).to_string(), "a\\\\b\\x0A");
+        // Trojan Source: a right-to-left override in a name must not reach the terminal.
+        assert_eq!(
+            Escaped("x\u{202E}txt.exe\u{85}é".as_bytes()).to_string(),
+            "x\\u{202E}txt.exe\\u{0085}é"
+        );
     }
 
     fn rule_of(name: &str, deny: Deny) -> Option<(Rule, usize)> {
