@@ -14,7 +14,7 @@
 //! `PARENT` is absolute and free of symbolic links; a record's parent is named as it is after the
 //! records before it have been applied, so plans apply in file order and logs undo in reverse.
 
-use crate::mapping::{DirIndex, Mapper};
+use crate::mapping::{self, DirIndex, Mapper};
 use crate::policy::{self, check_hygiene, fix_hygiene, normalize, Deny, Escaped, Form, Rule};
 use crate::utf8::{self, Reason};
 use std::collections::HashSet;
@@ -274,38 +274,6 @@ fn read_entries(fd: RawFd) -> io::Result<Vec<(Vec<u8>, u8)>> {
     }
 }
 
-/// Rule 8 of [`crate::mapping`]: FNV-1a 64 of the full backing name.
-fn name_hash(backing: &[u8]) -> u64 {
-    backing.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
-
-/// `name` tagged as the mapping's rules 6 (c) and 7 tag a shown name, so that hygiene and
-/// Unicode renames resolve collisions the way malformed names do: tag `n` of the backing name's
-/// hash (`~` + 8 hex digits, then `~` + 16, then `~` + 16 + `~2`, `~3`, …) inserted before an
-/// extension of at most 16 bytes, the stem cut so that the result fits in NAME_MAX bytes.
-fn with_suffix(name: &str, backing: &[u8], n: usize) -> String {
-    let h = name_hash(backing);
-    let tag = match n {
-        0 => format!("~{:08x}", (h >> 32) ^ (h & 0xffff_ffff)),
-        1 => format!("~{h:016x}"),
-        n => format!("~{h:016x}~{n}"),
-    };
-    let split = match name.rfind('.') {
-        Some(dot) if dot > 0 && name.len() - dot - 1 <= 16 => dot,
-        _ => name.len(),
-    };
-    let (stem, ext) = name.split_at(split);
-    let mut keep = policy::NAME_MAX
-        .saturating_sub(tag.len() + ext.len())
-        .min(stem.len());
-    while !stem.is_char_boundary(keep) {
-        keep -= 1;
-    }
-    format!("{}{tag}{ext}", &stem[..keep])
-}
-
 /// Offset of the first byte where `a` and `b` differ, at a character boundary of `a`.
 fn first_difference(a: &str, b: &str) -> usize {
     let mut n = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
@@ -408,14 +376,14 @@ fn plan_dir(cfg: &Config, names: &[(Vec<u8>, u8)]) -> Vec<Finding> {
         let f = &mut found[i];
         // Rule 7: too long, cut and tagged with the 16-digit tag; rule 6 (c) on what remains.
         let base = if cleaned.len() > policy::NAME_MAX {
-            with_suffix(&cleaned, &f.name, 1)
+            mapping::tagged(&cleaned, &f.name, 1, cfg.unicode)
         } else {
             cleaned
         };
         let mut name = base.clone();
         let mut n = 0;
         while taken.contains(name.as_bytes()) {
-            name = with_suffix(&base, &f.name, n);
+            name = mapping::tagged(&base, &f.name, n, cfg.unicode);
             n += 1;
         }
         taken.insert(name.clone().into_bytes());
@@ -1028,14 +996,14 @@ mod tests {
 
     #[test]
     fn suffixes() {
-        let s = with_suffix("photo.jpeg", b"x", 0);
+        let s = mapping::tagged("photo.jpeg", b"x", 0, None);
         assert!(
             s.starts_with("photo~") && s.ends_with(".jpeg") && s.len() == 19,
             "{s}"
         );
-        assert_ne!(s, with_suffix("photo.jpeg", b"x", 1));
+        assert_ne!(s, mapping::tagged("photo.jpeg", b"x", 1, None));
         let long = "é".repeat(200);
-        let s = with_suffix(&long, b"y", 0);
+        let s = mapping::tagged(&long, b"y", 0, None);
         assert!(s.len() <= policy::NAME_MAX && s.contains('~'));
     }
 

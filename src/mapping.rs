@@ -670,6 +670,13 @@ fn name_hash(backing: &[u8]) -> u64 {
     })
 }
 
+/// `full` with tag `n` of rule 6 (c) for backing name `backing`, placed and cut as rule 7 does
+/// (`n` = 0: `~` + 8 hex, 1: `~` + 16 hex, then `~` + 16 hex + `~n`). utf8fsck tags its hygiene and
+/// Unicode renames with it so that they resolve collisions exactly as malformed names do.
+pub fn tagged(full: &str, backing: &[u8], n: usize, form: Option<Form>) -> String {
+    with_tag(full, &tag(name_hash(backing), n), form)
+}
+
 /// The `n`-th tag of a name with hash `h` (rule 6 c): `~` + 8 hex, `~` + 16 hex, then
 /// `~` + 16 hex + `~2`, `~3`, …
 fn tag(h: u64, n: usize) -> String {
