@@ -379,7 +379,7 @@ def fmt_kib(k: int | None) -> str:
     return f"{k / 1024:.1f} MiB"
 
 
-def results_table(rows: list[str], cols: list[str], samples: dict, ref: str | None = "native"):
+def results_table(rows: list[str], cols: list[str], samples: dict, ref: str | None = "native", first: str = "workload"):
     """Median seconds per (row, col) and their ratio to the ref column.
 
     Returns (header, body rows of cells, medians, ratios).
@@ -392,7 +392,7 @@ def results_table(rows: list[str], cols: list[str], samples: dict, ref: str | No
         for c in cols:
             v = med[r][c]
             ratio[r][c] = v / base if (v is not None and base) else None
-    header = ["workload"] + cols
+    header = [first] + cols
     body = []
     for r in rows:
         cells = [r]
