@@ -102,11 +102,17 @@ impl DirIndex {
         if crate::utf8::is_valid(backing) {
             return Some(backing);
         }
-        self.entries.iter().find(|(b, _)| &**b == backing).map(|(_, s)| &**s)
+        self.entries
+            .iter()
+            .find(|(b, _)| &**b == backing)
+            .map(|(_, s)| &**s)
     }
 
     /// The backing name shown as `shown`, if a malformed entry shows under it.
     pub fn backing(&self, shown: &[u8]) -> Option<&[u8]> {
-        self.entries.iter().find(|(_, s)| &**s == shown).map(|(b, _)| &**b)
+        self.entries
+            .iter()
+            .find(|(_, s)| &**s == shown)
+            .map(|(b, _)| &**b)
     }
 }

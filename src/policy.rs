@@ -80,11 +80,17 @@ mod tests {
     #[test]
     fn components() {
         assert_eq!(check_component(b"caf\xc3\xa9"), Ok("café"));
-        assert!(matches!(check_component(b"caf\xe9"), Err(NameError::Malformed(_))));
+        assert!(matches!(
+            check_component(b"caf\xe9"),
+            Err(NameError::Malformed(_))
+        ));
         assert_eq!(check_component(b".."), Err(NameError::NotAName));
         assert_eq!(check_component(&[b'a'; 256]), Err(NameError::TooLong));
         assert!(check_component(&[b'a'; 255]).is_ok());
-        assert_eq!(check_component(b"\xc0\xae\xc0\xae").unwrap_err().errno(), libc::EILSEQ);
+        assert_eq!(
+            check_component(b"\xc0\xae\xc0\xae").unwrap_err().errno(),
+            libc::EILSEQ
+        );
     }
 
     #[test]

@@ -125,7 +125,11 @@ impl<'a> Iterator for Chunks<'a> {
             Ok(()) => {
                 let valid = unsafe { core::str::from_utf8_unchecked(self.rest) };
                 self.rest = &[];
-                Some(Chunk { valid, invalid: &[], reason: None })
+                Some(Chunk {
+                    valid,
+                    invalid: &[],
+                    reason: None,
+                })
             }
             Err(e) => {
                 let (v, r) = self.rest.split_at(e.valid_up_to());

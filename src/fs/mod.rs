@@ -1,0 +1,1408 @@
+//! The FUSE operations and the inode table.
+//!
+//! A passthrough in the manner of libfuse's `passthrough_hp`: each inode holds an `O_PATH` fd of
+//! its backing object and every backing call is made relative to a parent's fd with
+//! `O_NOFOLLOW`, so no full paths are built and no symlink inside the source is ever followed.
+//! Every name a client sends is checked with [`policy::check_component`]; names read from the
+//! backing store go through the [`Mapper`] (hidden, shown unchanged, or shown mapped).
+
+mod dir;
+mod handles;
+mod inode;
+mod sys;
+
+use crate::mapping::{Mapper, Mode};
+use crate::policy::{self, Escaped, NameError};
+use dir::{CachedIndex, Listing, Snapshot};
+use fuser::{
+    AccessFlags, BackingId, CopyFileRangeFlags, Errno, FileAttr, FileHandle, FileType, Filesystem,
+    FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags,
+    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
+    ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+};
+use handles::{Handle, Handles};
+use inode::{Inode, InodeTable};
+use log::{debug, info, warn};
+use std::borrow::Cow;
+use std::collections::HashSet;
+use std::ffi::{CStr, OsStr};
+use std::io;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How long the kernel may cache what it learnt (`-o cache=`, `*_timeout=`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct CachePolicy {
+    /// Validity of a name → inode entry.
+    pub entry_timeout: Duration,
+    /// Validity of an inode's attributes.
+    pub attr_timeout: Duration,
+    /// Validity of "no such name"; zero disables negative caching.
+    pub negative_timeout: Duration,
+    /// Keep the page cache of a file across opens when it did not change.
+    pub keep_cache: bool,
+    /// Let the kernel cache directory listings.
+    pub cache_dir: bool,
+}
+
+impl Default for CachePolicy {
+    /// `cache=auto`: short timeouts, safe when the source also changes underneath.
+    fn default() -> CachePolicy {
+        CachePolicy {
+            entry_timeout: Duration::from_secs(1),
+            attr_timeout: Duration::from_secs(1),
+            negative_timeout: Duration::ZERO,
+            keep_cache: false,
+            cache_dir: false,
+        }
+    }
+}
+
+/// Everything the filesystem needs to know, from the command line.
+#[derive(Clone, Debug)]
+pub struct FsConfig {
+    /// The backing directory.
+    pub source: PathBuf,
+    /// What malformed names become.
+    pub mapper: Mapper,
+    /// Refuse every change (`-o ro`).
+    pub read_only: bool,
+    /// Other users may use the mount (`-o allow_other`): new files get the caller's owner.
+    pub allow_other: bool,
+    /// Kernel FUSE passthrough for regular files when available (`-o passthrough=`).
+    pub passthrough: bool,
+    /// Kernel caching (`-o cache=`).
+    pub cache: CachePolicy,
+}
+
+impl FsConfig {
+    /// A read-write configuration with default caching and kernel passthrough on.
+    pub fn new(source: impl Into<PathBuf>, mapper: Mapper) -> FsConfig {
+        FsConfig {
+            source: source.into(),
+            mapper,
+            read_only: false,
+            allow_other: false,
+            passthrough: true,
+            cache: CachePolicy::default(),
+        }
+    }
+}
+
+/// Counters readable while the filesystem runs inside a session (see [`Utf8Fs::stats`]).
+#[derive(Debug, Default)]
+pub struct FsStats {
+    live_inodes: Arc<AtomicUsize>,
+    open_handles: Arc<AtomicUsize>,
+    hidden_names: AtomicU64,
+    malformed_logged: AtomicU64,
+}
+
+impl FsStats {
+    /// Inodes in the table, the root included (1 once the kernel forgot everything).
+    pub fn live_inodes(&self) -> usize {
+        self.live_inodes.load(Ordering::Relaxed)
+    }
+
+    /// Open file and directory handles.
+    pub fn open_handles(&self) -> usize {
+        self.open_handles.load(Ordering::Relaxed)
+    }
+
+    /// Distinct malformed backing names hidden from listings (reject mode) and logged.
+    pub fn hidden_names(&self) -> u64 {
+        self.hidden_names.load(Ordering::Relaxed)
+    }
+
+    /// Distinct malformed names logged (hidden, mapped or passed through).
+    pub fn malformed_logged(&self) -> u64 {
+        self.malformed_logged.load(Ordering::Relaxed)
+    }
+}
+
+/// The filesystem: mirrors `FsConfig::source`, checking every name that crosses it.
+pub struct Utf8Fs {
+    config: FsConfig,
+    inodes: InodeTable,
+    handles: Handles,
+    stats: Arc<FsStats>,
+    /// (directory node id, backing name) of malformed names already logged.
+    logged: Mutex<HashSet<(u64, Box<[u8]>)>>,
+    euid: u32,
+    /// Kernel passthrough negotiated and not yet found failing.
+    passthrough: AtomicBool,
+}
+
+type Res<T> = Result<T, Errno>;
+
+const NO_ID: u32 = u32::MAX;
+
+impl Utf8Fs {
+    /// Opens the backing directory; fails if it is missing or not a directory.
+    pub fn new(config: FsConfig) -> io::Result<Utf8Fs> {
+        let source = &config.source;
+        let c = std::ffi::CString::new(source.as_os_str().as_bytes()).map_err(|_| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("{}: path holds a NUL byte", source.display()),
+            )
+        })?;
+        let err = |e: io::Error| io::Error::new(e.kind(), format!("{}: {e}", source.display()));
+        // SAFETY: NUL-terminated path; the fd returned is owned below.
+        let fd = unsafe {
+            libc::open(
+                c.as_ptr(),
+                libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+            )
+        };
+        if fd < 0 {
+            return Err(err(io::Error::last_os_error()));
+        }
+        // SAFETY: fresh fd owned by nobody else.
+        let root: OwnedFd = unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) };
+        let st =
+            sys::stat_fd(root.as_fd()).map_err(|e| err(io::Error::from_raw_os_error(e.code())))?;
+        let stats = Arc::new(FsStats::default());
+        let inodes = InodeTable::new(root, &st, Arc::clone(&stats.live_inodes));
+        let handles = Handles::new(Arc::clone(&stats.open_handles));
+        Ok(Utf8Fs {
+            config,
+            inodes,
+            handles,
+            stats,
+            logged: Mutex::new(HashSet::new()),
+            euid: sys::geteuid(),
+            passthrough: AtomicBool::new(false),
+        })
+    }
+
+    /// The configuration this filesystem runs with.
+    pub fn config(&self) -> &FsConfig {
+        &self.config
+    }
+
+    /// Live counters, shared: keep the `Arc` before moving the filesystem into a session.
+    pub fn stats(&self) -> Arc<FsStats> {
+        Arc::clone(&self.stats)
+    }
+
+    fn inode(&self, id: INodeNo) -> Res<Arc<Inode>> {
+        self.inodes.get(id.0).ok_or(Errno::ESTALE)
+    }
+
+    fn handle(&self, fh: FileHandle) -> Res<Arc<Handle>> {
+        self.handles.get(fh.0).ok_or(Errno::EBADF)
+    }
+
+    fn writable(&self) -> Res<()> {
+        if self.config.read_only {
+            Err(Errno::EROFS)
+        } else {
+            Ok(())
+        }
+    }
+
+    fn mode(&self) -> Mode {
+        self.config.mapper.mode()
+    }
+
+    /// Logs a malformed backing name once per directory; `hidden` counts it as hidden.
+    fn log_malformed(&self, dir: u64, name: &[u8], what: &str, hidden: bool) {
+        let mut logged = self.logged.lock().unwrap_or_else(|e| e.into_inner());
+        if logged.insert((dir, name.into())) {
+            drop(logged);
+            self.stats.malformed_logged.fetch_add(1, Ordering::Relaxed);
+            if hidden {
+                self.stats.hidden_names.fetch_add(1, Ordering::Relaxed);
+            }
+            warn!(
+                "malformed name {} in directory inode {dir}: {what}",
+                Escaped(name)
+            );
+        }
+    }
+
+    /// Checks a name a client sent. Audit mode lets malformed names through (logged).
+    fn check_name<'a>(&self, dir: u64, name: &'a OsStr) -> Res<&'a [u8]> {
+        let bytes = name.as_bytes();
+        match policy::check_component(bytes) {
+            Ok(_) => Ok(bytes),
+            Err(NameError::Malformed(_)) if self.mode() == Mode::Audit => {
+                self.log_malformed(dir, bytes, "passed through from a client", false);
+                Ok(bytes)
+            }
+            Err(e) => {
+                debug!("refused name {}: {e}", Escaped(bytes));
+                Err(Errno::from_i32(e.errno()))
+            }
+        }
+    }
+
+    /// The directory's mapped-name index, rebuilt when stale (or when `force`).
+    fn dir_index(&self, dir: &Inode, force: bool) -> Res<Arc<CachedIndex>> {
+        let st = sys::stat_fd(dir.fd())?;
+        if !force {
+            if let Some(c) = dir.dir.get(&st) {
+                return Ok(c);
+            }
+        }
+        let fd = sys::openat(dir.fd(), b".", libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
+        let listing = Listing::read(fd.as_fd())?;
+        Ok(dir.dir.store(&self.config.mapper, &listing, &st))
+    }
+
+    /// The backing name of the entry clients see as `shown` in `dir`, when it exists under
+    /// another name; `None` when `shown` should be used literally.
+    fn mapped_backing(&self, dir: &Inode, shown: &[u8]) -> Res<Option<Vec<u8>>> {
+        let mapper = &self.config.mapper;
+        if !mapper.normalizes() {
+            return Ok(None);
+        }
+        match sys::stat_at(dir.fd(), shown) {
+            Ok(_) => return Ok(None),
+            Err(e) if e.code() != libc::ENOENT => return Ok(None),
+            Err(_) => {}
+        }
+        if let Some(b) = mapper.invert(shown) {
+            if sys::stat_at(dir.fd(), &b).is_ok() {
+                let idx = self.dir_index(dir, false)?;
+                if idx.index.shown(&b) == Some(shown) {
+                    return Ok(Some(b));
+                }
+                let idx = self.dir_index(dir, true)?;
+                if idx.index.shown(&b) == Some(shown) {
+                    return Ok(Some(b));
+                }
+            }
+        }
+        if !mapper.may_be_mapped(shown) {
+            return Ok(None);
+        }
+        let idx = self.dir_index(dir, false)?;
+        if let Some(b) = idx.index.backing(shown) {
+            return Ok(Some(b.to_vec()));
+        }
+        if idx.unsure {
+            let idx = self.dir_index(dir, true)?;
+            if let Some(b) = idx.index.backing(shown) {
+                return Ok(Some(b.to_vec()));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Checks `name` and resolves it to the backing name of the entry clients see under it.
+    fn resolve<'a>(&self, dir: &Inode, name: &'a OsStr) -> Res<Cow<'a, [u8]>> {
+        let shown = self.check_name(dir.id, name)?;
+        Ok(match self.mapped_backing(dir, shown)? {
+            Some(b) => Cow::Owned(b),
+            None => Cow::Borrowed(shown),
+        })
+    }
+
+    /// Checks a name a client creates: it is written literally, and must not already stand
+    /// for a mapped entry.
+    fn new_name<'a>(&self, dir: &Inode, name: &'a OsStr) -> Res<&'a [u8]> {
+        let shown = self.check_name(dir.id, name)?;
+        if self.mapped_backing(dir, shown)?.is_some() {
+            return Err(Errno::EEXIST);
+        }
+        Ok(shown)
+    }
+
+    fn attr(&self, id: u64, st: &libc::stat) -> FileAttr {
+        FileAttr {
+            ino: INodeNo(id),
+            size: st.st_size as u64,
+            blocks: st.st_blocks as u64,
+            atime: time(st.st_atime, st.st_atime_nsec),
+            mtime: time(st.st_mtime, st.st_mtime_nsec),
+            ctime: time(st.st_ctime, st.st_ctime_nsec),
+            crtime: UNIX_EPOCH,
+            kind: kind(st.st_mode),
+            perm: (st.st_mode & 0o7777) as u16,
+            nlink: st.st_nlink as u32,
+            uid: st.st_uid,
+            gid: st.st_gid,
+            rdev: st.st_rdev as u32,
+            blksize: st.st_blksize as u32,
+            flags: 0,
+        }
+    }
+
+    fn reply_entry(&self, reply: ReplyEntry, inode: &Inode, st: &libc::stat) {
+        let c = &self.config.cache;
+        reply.entry_with_ttls(
+            &c.attr_timeout,
+            &c.entry_timeout,
+            &self.attr(inode.id, st),
+            Generation(0),
+        );
+    }
+
+    /// Gives a new object to the user who created it (allow_other, or a daemon serving
+    /// another user): the requester's uid, and its gid unless the directory is setgid.
+    fn set_owner(&self, req: &Request, parent: &Inode, fd: &OwnedFd, mode: u32) -> Res<()> {
+        if !self.config.allow_other && req.uid() == self.euid {
+            return Ok(());
+        }
+        let pst = sys::stat_fd(parent.fd())?;
+        let gid = if pst.st_mode & libc::S_ISGID != 0 {
+            NO_ID
+        } else {
+            req.gid()
+        };
+        let st = sys::stat_fd(fd.as_fd())?;
+        if st.st_uid == req.uid() && (gid == NO_ID || st.st_gid == gid) {
+            return Ok(());
+        }
+        if let Err(e) = sys::chown_fd(fd.as_fd(), req.uid(), gid) {
+            if e.code() == libc::EPERM {
+                debug!(
+                    "cannot give a new object to uid {}: not permitted",
+                    req.uid()
+                );
+                return Ok(());
+            }
+            return Err(e);
+        }
+        let fmt = st.st_mode & libc::S_IFMT;
+        if fmt == libc::S_IFREG && mode & 0o6000 != 0 {
+            let st = sys::stat_fd(fd.as_fd())?;
+            if st.st_mode & 0o7777 != mode & 0o7777 {
+                sys::chmod_fd(fd.as_fd(), mode & 0o7777)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// After creating `name` in `parent`: sets its owner and counts the kernel's reference.
+    fn finish_new(
+        &self,
+        req: &Request,
+        parent: &Inode,
+        name: &[u8],
+        mode: u32,
+    ) -> Res<(Arc<Inode>, libc::stat)> {
+        parent.dir.invalidate();
+        let fd = sys::open_path(parent.fd(), name)?;
+        self.set_owner(req, parent, &fd, mode)?;
+        let st = sys::stat_fd(fd.as_fd())?;
+        let inode = self.inodes.insert(fd, &st);
+        Ok((inode, st))
+    }
+
+    /// The shared kernel passthrough id of a regular file, creating it from `fd` (or from a
+    /// read-write reopen) when no open of the inode holds one.
+    fn backing_id(
+        &self,
+        inode: &Inode,
+        fd: &OwnedFd,
+        open: impl Fn(&OwnedFd) -> io::Result<BackingId>,
+    ) -> Option<Arc<BackingId>> {
+        if !self.passthrough.load(Ordering::Relaxed) || inode.fmt != libc::S_IFREG {
+            return None;
+        }
+        let mut slot = inode.backing.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(id) = slot.upgrade() {
+            return Some(id);
+        }
+        let rw = if self.config.read_only {
+            None
+        } else {
+            sys::reopen(inode.fd(), libc::O_RDWR).ok()
+        };
+        match open(rw.as_ref().unwrap_or(fd)) {
+            Ok(id) => {
+                let id = Arc::new(id);
+                *slot = Arc::downgrade(&id);
+                Some(id)
+            }
+            Err(e) => {
+                if self.passthrough.swap(false, Ordering::Relaxed) {
+                    info!(
+                        "kernel passthrough unavailable ({e}); reading and writing in the daemon"
+                    );
+                }
+                None
+            }
+        }
+    }
+
+    fn open_flags(&self, dir: bool) -> FopenFlags {
+        let c = &self.config.cache;
+        let mut f = FopenFlags::empty();
+        if dir && c.cache_dir {
+            f |= FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE;
+        }
+        if !dir && c.keep_cache {
+            f |= FopenFlags::FOPEN_KEEP_CACHE;
+        }
+        f
+    }
+
+    /// Takes (or reuses) the listing a directory handle serves.
+    fn snapshot(&self, dir: &Inode, h: &Handle, offset: u64) -> Res<Arc<Snapshot>> {
+        let mut slot = h.snapshot.lock().unwrap_or_else(|e| e.into_inner());
+        if offset != 0 {
+            if let Some(s) = slot.as_ref() {
+                return Ok(Arc::clone(s));
+            }
+        }
+        let st = sys::stat_fd(dir.fd())?;
+        let listing = Listing::read(h.fd())?;
+        let snap = match self.mode() {
+            Mode::Reject => listing.into_snapshot(
+                |n| crate::utf8::is_valid(n).then_some(None),
+                |n| self.log_malformed(dir.id, n, "hidden", true),
+            ),
+            Mode::Audit => listing.into_snapshot(
+                |n| {
+                    if !crate::utf8::is_valid(n) {
+                        self.log_malformed(dir.id, n, "passed through", false);
+                    }
+                    Some(None)
+                },
+                |_| {},
+            ),
+            _ => {
+                let cached = dir.dir.store(&self.config.mapper, &listing, &st);
+                listing.into_snapshot(
+                    |n| {
+                        let s = cached.index.shown(n)?;
+                        if s == n {
+                            Some(None)
+                        } else {
+                            self.log_malformed(dir.id, n, "shown mapped", false);
+                            Some(Some(s.to_vec()))
+                        }
+                    },
+                    |n| self.log_malformed(dir.id, n, "hidden", true),
+                )
+            }
+        };
+        let snap = Arc::new(snap);
+        *slot = Some(Arc::clone(&snap));
+        Ok(snap)
+    }
+
+    /// Maps each malformed component of a symlink target to the name the mount shows.
+    fn map_target(&self, target: Vec<u8>) -> Vec<u8> {
+        let mapper = &self.config.mapper;
+        if !mapper.normalizes() || crate::utf8::is_valid(&target) {
+            return target;
+        }
+        let mut out = Vec::with_capacity(target.len() * 2);
+        for (i, comp) in target.split(|&b| b == b'/').enumerate() {
+            if i > 0 {
+                out.push(b'/');
+            }
+            match mapper.candidate(comp) {
+                Some(s) => out.extend_from_slice(&s),
+                None => out.extend_from_slice(comp),
+            }
+        }
+        out
+    }
+
+    fn do_lookup(&self, parent: INodeNo, name: &OsStr) -> Res<(Arc<Inode>, libc::stat)> {
+        let parent = self.inode(parent)?;
+        let backing = self.resolve(&parent, name)?;
+        self.inodes.lookup(&parent, &backing)
+    }
+
+    fn do_setattr(&self, ino: INodeNo, ch: Changes) -> Res<FileAttr> {
+        let Changes {
+            mode,
+            uid,
+            gid,
+            size,
+            atime,
+            mtime,
+            fh,
+        } = ch;
+        let inode = self.inode(ino)?;
+        if mode.is_some() || uid.is_some() || gid.is_some() || size.is_some() {
+            self.writable()?;
+        }
+        if let Some(mode) = mode {
+            if inode.is_symlink() {
+                return Err(Errno::EOPNOTSUPP);
+            }
+            sys::chmod_fd(inode.fd(), mode & 0o7777)?;
+        }
+        if uid.is_some() || gid.is_some() {
+            sys::chown_fd(inode.fd(), uid.unwrap_or(NO_ID), gid.unwrap_or(NO_ID))?;
+        }
+        if let Some(size) = size {
+            match fh.and_then(|fh| self.handles.get(fh.0)) {
+                Some(h) => sys::ftruncate(h.fd(), size)?,
+                None => {
+                    if inode.is_dir() {
+                        return Err(Errno::EISDIR);
+                    }
+                    if inode.fmt != libc::S_IFREG {
+                        return Err(Errno::EINVAL);
+                    }
+                    let fd = sys::reopen(inode.fd(), libc::O_WRONLY)?;
+                    sys::ftruncate(fd.as_fd(), size)?;
+                }
+            }
+        }
+        if atime.is_some() || mtime.is_some() {
+            self.writable()?;
+            let times = [timespec(atime), timespec(mtime)];
+            sys::utimens_fd(inode.fd(), &times, inode.is_symlink())?;
+        }
+        let st = sys::stat_fd(inode.fd())?;
+        Ok(self.attr(inode.id, &st))
+    }
+
+    fn do_open(&self, inode: &Inode, flags: i32) -> Res<OwnedFd> {
+        if inode.is_symlink() {
+            return Err(Errno::ELOOP);
+        }
+        let acc = flags & libc::O_ACCMODE;
+        if (acc != libc::O_RDONLY || flags & libc::O_TRUNC != 0) && self.config.read_only {
+            return Err(Errno::EROFS);
+        }
+        sys::reopen(inode.fd(), flags & !libc::O_NOCTTY)
+    }
+
+    fn xattr_name(name: &OsStr) -> Res<std::ffi::CString> {
+        std::ffi::CString::new(name.as_bytes()).map_err(|_| Errno::EINVAL)
+    }
+
+    fn reply_xattr(size: u32, reply: ReplyXattr, f: impl FnOnce(&mut [u8]) -> Res<usize>) {
+        if size == 0 {
+            match f(&mut []) {
+                Ok(n) => reply.size(n as u32),
+                Err(e) => reply.error(e),
+            }
+        } else {
+            let mut buf = vec![0u8; size as usize];
+            match f(&mut buf) {
+                Ok(n) => reply.data(&buf[..n.min(buf.len())]),
+                Err(e) => reply.error(e),
+            }
+        }
+    }
+}
+
+/// What a setattr request changes.
+struct Changes {
+    mode: Option<u32>,
+    uid: Option<u32>,
+    gid: Option<u32>,
+    size: Option<u64>,
+    atime: Option<TimeOrNow>,
+    mtime: Option<TimeOrNow>,
+    fh: Option<FileHandle>,
+}
+
+fn time(sec: i64, nsec: i64) -> SystemTime {
+    let nsec = u32::try_from(nsec).unwrap_or(0).min(999_999_999);
+    if sec >= 0 {
+        UNIX_EPOCH + Duration::new(sec as u64, nsec)
+    } else {
+        UNIX_EPOCH - Duration::from_secs(sec.unsigned_abs()) + Duration::from_nanos(nsec.into())
+    }
+}
+
+fn timespec(t: Option<TimeOrNow>) -> libc::timespec {
+    match t {
+        None => libc::timespec {
+            tv_sec: 0,
+            tv_nsec: libc::UTIME_OMIT,
+        },
+        Some(TimeOrNow::Now) => libc::timespec {
+            tv_sec: 0,
+            tv_nsec: libc::UTIME_NOW,
+        },
+        Some(TimeOrNow::SpecificTime(t)) => match t.duration_since(UNIX_EPOCH) {
+            Ok(d) => libc::timespec {
+                tv_sec: d.as_secs() as libc::time_t,
+                tv_nsec: d.subsec_nanos().into(),
+            },
+            Err(e) => {
+                let d = e.duration();
+                let mut sec = -(d.as_secs() as i64);
+                let mut nsec = i64::from(d.subsec_nanos());
+                if nsec > 0 {
+                    sec -= 1;
+                    nsec = 1_000_000_000 - nsec;
+                }
+                libc::timespec {
+                    tv_sec: sec,
+                    tv_nsec: nsec,
+                }
+            }
+        },
+    }
+}
+
+fn kind(mode: u32) -> FileType {
+    match mode & libc::S_IFMT {
+        libc::S_IFDIR => FileType::Directory,
+        libc::S_IFLNK => FileType::Symlink,
+        libc::S_IFIFO => FileType::NamedPipe,
+        libc::S_IFSOCK => FileType::Socket,
+        libc::S_IFCHR => FileType::CharDevice,
+        libc::S_IFBLK => FileType::BlockDevice,
+        _ => FileType::RegularFile,
+    }
+}
+
+fn dtype_kind(d: u8) -> FileType {
+    match d {
+        libc::DT_DIR => FileType::Directory,
+        libc::DT_LNK => FileType::Symlink,
+        libc::DT_FIFO => FileType::NamedPipe,
+        libc::DT_SOCK => FileType::Socket,
+        libc::DT_CHR => FileType::CharDevice,
+        libc::DT_BLK => FileType::BlockDevice,
+        _ => FileType::RegularFile,
+    }
+}
+
+fn negative_attr() -> FileAttr {
+    FileAttr {
+        ino: INodeNo(0),
+        size: 0,
+        blocks: 0,
+        atime: UNIX_EPOCH,
+        mtime: UNIX_EPOCH,
+        ctime: UNIX_EPOCH,
+        crtime: UNIX_EPOCH,
+        kind: FileType::RegularFile,
+        perm: 0,
+        nlink: 0,
+        uid: 0,
+        gid: 0,
+        rdev: 0,
+        blksize: 0,
+        flags: 0,
+    }
+}
+
+fn os(b: &[u8]) -> &OsStr {
+    OsStr::from_bytes(b)
+}
+
+impl Filesystem for Utf8Fs {
+    fn init(&mut self, _req: &Request, config: &mut KernelConfig) -> io::Result<()> {
+        let caps = config.capabilities();
+        if self.config.passthrough && caps.contains(InitFlags::FUSE_PASSTHROUGH) {
+            if config.add_capabilities(InitFlags::FUSE_PASSTHROUGH).is_ok()
+                && config.set_max_stack_depth(1).is_ok()
+            {
+                self.passthrough.store(true, Ordering::Relaxed);
+            }
+        } else if self.config.passthrough {
+            info!(
+                "kernel passthrough not offered by the kernel; reading and writing in the daemon"
+            );
+        }
+        let wanted = InitFlags::FUSE_DO_READDIRPLUS
+            | InitFlags::FUSE_READDIRPLUS_AUTO
+            | InitFlags::FUSE_PARALLEL_DIROPS
+            | InitFlags::FUSE_ATOMIC_O_TRUNC;
+        let _ = config.add_capabilities(caps & wanted);
+        let _ = config.set_max_write(1 << 20);
+        Ok(())
+    }
+
+    fn destroy(&mut self) {
+        let hidden = self.stats.hidden_names();
+        if hidden > 0 {
+            warn!("{hidden} malformed names were hidden from clients");
+        }
+        let logged = self.stats.malformed_logged();
+        if logged > hidden {
+            info!(
+                "{} malformed names were shown or passed through",
+                logged - hidden
+            );
+        }
+    }
+
+    fn lookup(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEntry) {
+        match self.do_lookup(parent, name) {
+            Ok((inode, st)) => self.reply_entry(reply, &inode, &st),
+            Err(e) if e.code() == libc::ENOENT && !self.config.cache.negative_timeout.is_zero() => {
+                let t = self.config.cache.negative_timeout;
+                reply.entry_with_ttls(&t, &t, &negative_attr(), Generation(0));
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn forget(&self, _req: &Request, ino: INodeNo, nlookup: u64) {
+        self.inodes.forget(ino.0, nlookup);
+    }
+
+    fn getattr(&self, _req: &Request, ino: INodeNo, fh: Option<FileHandle>, reply: ReplyAttr) {
+        let r = (|| {
+            let inode = self.inode(ino)?;
+            let st = match fh.and_then(|fh| self.handles.get(fh.0)) {
+                Some(h) if !inode.is_dir() => sys::stat_fd(h.fd())?,
+                _ => sys::stat_fd(inode.fd())?,
+            };
+            Ok::<_, Errno>(self.attr(inode.id, &st))
+        })();
+        match r {
+            Ok(a) => reply.attr(&self.config.cache.attr_timeout, &a),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn setattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        mode: Option<u32>,
+        uid: Option<u32>,
+        gid: Option<u32>,
+        size: Option<u64>,
+        atime: Option<TimeOrNow>,
+        mtime: Option<TimeOrNow>,
+        _ctime: Option<SystemTime>,
+        fh: Option<FileHandle>,
+        _crtime: Option<SystemTime>,
+        _chgtime: Option<SystemTime>,
+        _bkuptime: Option<SystemTime>,
+        _flags: Option<fuser::BsdFileFlags>,
+        reply: ReplyAttr,
+    ) {
+        let ch = Changes {
+            mode,
+            uid,
+            gid,
+            size,
+            atime,
+            mtime,
+            fh,
+        };
+        match self.do_setattr(ino, ch) {
+            Ok(a) => reply.attr(&self.config.cache.attr_timeout, &a),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
+        let r = self
+            .inode(ino)
+            .and_then(|i| sys::readlink_fd(i.fd()))
+            .map(|t| self.map_target(t));
+        match r {
+            Ok(t) => reply.data(&t),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn mknod(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        rdev: u32,
+        reply: ReplyEntry,
+    ) {
+        let r = (|| {
+            self.writable()?;
+            let parent = self.inode(parent)?;
+            let name = self.new_name(&parent, name)?;
+            sys::clear_thread_umask();
+            sys::mknodat(parent.fd(), name, mode, u64::from(rdev))?;
+            self.finish_new(req, &parent, name, mode)
+        })();
+        match r {
+            Ok((inode, st)) => self.reply_entry(reply, &inode, &st),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn mkdir(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        reply: ReplyEntry,
+    ) {
+        let r = (|| {
+            self.writable()?;
+            let parent = self.inode(parent)?;
+            let name = self.new_name(&parent, name)?;
+            sys::clear_thread_umask();
+            sys::mkdirat(parent.fd(), name, mode)?;
+            self.finish_new(req, &parent, name, mode | libc::S_IFDIR)
+        })();
+        match r {
+            Ok((inode, st)) => self.reply_entry(reply, &inode, &st),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn unlink(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let r = (|| {
+            self.writable()?;
+            let parent = self.inode(parent)?;
+            let b = self.resolve(&parent, name)?;
+            sys::unlinkat(parent.fd(), &b, 0)?;
+            parent.dir.invalidate();
+            Ok::<_, Errno>(())
+        })();
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn rmdir(&self, _req: &Request, parent: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let r = (|| {
+            self.writable()?;
+            let parent = self.inode(parent)?;
+            let b = self.resolve(&parent, name)?;
+            sys::unlinkat(parent.fd(), &b, libc::AT_REMOVEDIR)?;
+            parent.dir.invalidate();
+            Ok::<_, Errno>(())
+        })();
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn symlink(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        link_name: &OsStr,
+        target: &Path,
+        reply: ReplyEntry,
+    ) {
+        let r = (|| {
+            self.writable()?;
+            let parent = self.inode(parent)?;
+            let name = self.new_name(&parent, link_name)?;
+            let target = target.as_os_str().as_bytes();
+            for comp in target.split(|&b| b == b'/') {
+                if comp.is_empty() || comp == b"." || comp == b".." {
+                    continue;
+                }
+                self.check_name(parent.id, os(comp))?;
+            }
+            sys::clear_thread_umask();
+            sys::symlinkat(target, parent.fd(), name)?;
+            self.finish_new(req, &parent, name, libc::S_IFLNK | 0o777)
+        })();
+        match r {
+            Ok((inode, st)) => self.reply_entry(reply, &inode, &st),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn rename(
+        &self,
+        _req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        newparent: INodeNo,
+        newname: &OsStr,
+        flags: RenameFlags,
+        reply: ReplyEmpty,
+    ) {
+        let r = (|| {
+            self.writable()?;
+            let parent = self.inode(parent)?;
+            let newparent = self.inode(newparent)?;
+            let old = self.resolve(&parent, name)?;
+            let new = self.resolve(&newparent, newname)?;
+            sys::renameat2(parent.fd(), &old, newparent.fd(), &new, flags.bits())?;
+            parent.dir.invalidate();
+            newparent.dir.invalidate();
+            Ok::<_, Errno>(())
+        })();
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn link(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        newparent: INodeNo,
+        newname: &OsStr,
+        reply: ReplyEntry,
+    ) {
+        let r = (|| {
+            self.writable()?;
+            let inode = self.inode(ino)?;
+            let newparent = self.inode(newparent)?;
+            let name = self.new_name(&newparent, newname)?;
+            sys::link_fd(inode.fd(), newparent.fd(), name)?;
+            newparent.dir.invalidate();
+            self.inodes.lookup(&newparent, name)
+        })();
+        match r {
+            Ok((inode, st)) => self.reply_entry(reply, &inode, &st),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
+        let r = (|| {
+            let inode = self.inode(ino)?;
+            let fd = self.do_open(&inode, flags.0)?;
+            let backing = self.backing_id(&inode, &fd, |f| reply.open_backing(f));
+            Ok::<_, Errno>((fd, backing))
+        })();
+        match r {
+            Ok((fd, backing)) => {
+                let flags = self.open_flags(false);
+                let fh = self.handles.insert(Handle::new(fd, backing.clone()));
+                match backing {
+                    Some(b) => reply.opened_passthrough(FileHandle(fh), flags, &b),
+                    None => reply.opened(FileHandle(fh), flags),
+                }
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn read(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        size: u32,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyData,
+    ) {
+        let r = (|| {
+            let h = self.handle(fh)?;
+            let mut buf = vec![0u8; size as usize];
+            let n = sys::pread(h.fd(), &mut buf, offset)?;
+            buf.truncate(n);
+            Ok::<_, Errno>(buf)
+        })();
+        match r {
+            Ok(b) => reply.data(&b),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn write(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        data: &[u8],
+        _write_flags: WriteFlags,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        reply: ReplyWrite,
+    ) {
+        let r = self
+            .writable()
+            .and_then(|()| self.handle(fh))
+            .and_then(|h| sys::pwrite(h.fd(), data, offset));
+        match r {
+            Ok(n) => reply.written(n as u32),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn flush(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _lock_owner: LockOwner,
+        reply: ReplyEmpty,
+    ) {
+        match self.handle(fh).and_then(|h| sys::flush(h.fd())) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn release(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        _lock_owner: Option<LockOwner>,
+        _flush: bool,
+        reply: ReplyEmpty,
+    ) {
+        self.handles.remove(fh.0);
+        reply.ok();
+    }
+
+    fn fsync(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        match self.handle(fh).and_then(|h| sys::fsync(h.fd(), datasync)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        let r = self
+            .inode(ino)
+            .and_then(|i| sys::openat(i.fd(), b".", libc::O_RDONLY | libc::O_DIRECTORY, 0));
+        match r {
+            Ok(fd) => {
+                let fh = self.handles.insert(Handle::new(fd, None));
+                reply.opened(FileHandle(fh), self.open_flags(true));
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn readdir(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectory,
+    ) {
+        let r = (|| {
+            let dir = self.inode(ino)?;
+            let h = self.handle(fh)?;
+            let snap = self.snapshot(&dir, &h, offset)?;
+            Ok::<_, Errno>(snap)
+        })();
+        let snap = match r {
+            Ok(s) => s,
+            Err(e) => return reply.error(e),
+        };
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        for (i, e) in snap.entries().iter().enumerate().skip(start) {
+            if reply.add(
+                INodeNo(e.ino),
+                i as u64 + 1,
+                dtype_kind(e.dtype),
+                os(snap.shown(e)),
+            ) {
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn readdirplus(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        mut reply: ReplyDirectoryPlus,
+    ) {
+        let r = (|| {
+            let dir = self.inode(ino)?;
+            let h = self.handle(fh)?;
+            let snap = self.snapshot(&dir, &h, offset)?;
+            Ok::<_, Errno>((dir, snap))
+        })();
+        let (dir, snap) = match r {
+            Ok(s) => s,
+            Err(e) => return reply.error(e),
+        };
+        let c = &self.config.cache;
+        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        for (i, e) in snap.entries().iter().enumerate().skip(start) {
+            let name = snap.backing(e);
+            let shown = os(snap.shown(e));
+            let off = i as u64 + 1;
+            if name == b"." || name == b".." {
+                // The kernel ignores the attributes of these and counts no reference.
+                let mut a = negative_attr();
+                a.ino = INodeNo(if name == b"." { dir.id } else { e.ino });
+                a.kind = FileType::Directory;
+                if reply.add(a.ino, off, shown, &Duration::ZERO, &a, Generation(0)) {
+                    break;
+                }
+                continue;
+            }
+            let (inode, st) = match self.inodes.lookup(&dir, name) {
+                Ok(x) => x,
+                // Gone since the listing was taken: leave it out.
+                Err(_) => continue,
+            };
+            let attr = self.attr(inode.id, &st);
+            if reply.add(attr.ino, off, shown, &c.entry_timeout, &attr, Generation(0)) {
+                self.inodes.forget(inode.id, 1);
+                break;
+            }
+        }
+        reply.ok();
+    }
+
+    fn releasedir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        _flags: OpenFlags,
+        reply: ReplyEmpty,
+    ) {
+        self.handles.remove(fh.0);
+        reply.ok();
+    }
+
+    fn fsyncdir(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        datasync: bool,
+        reply: ReplyEmpty,
+    ) {
+        match self.handle(fh).and_then(|h| sys::fsync(h.fd(), datasync)) {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn statfs(&self, _req: &Request, _ino: INodeNo, reply: ReplyStatfs) {
+        let r = self
+            .inodes
+            .root()
+            .ok_or(Errno::ESTALE)
+            .and_then(|r| sys::statvfs(r.fd()));
+        match r {
+            Ok(s) => reply.statfs(
+                s.f_blocks,
+                s.f_bfree,
+                s.f_bavail,
+                s.f_files,
+                s.f_ffree,
+                s.f_bsize as u32,
+                s.f_namemax as u32,
+                s.f_frsize as u32,
+            ),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn setxattr(
+        &self,
+        _req: &Request,
+        ino: INodeNo,
+        name: &OsStr,
+        value: &[u8],
+        flags: i32,
+        _position: u32,
+        reply: ReplyEmpty,
+    ) {
+        let r = (|| {
+            self.writable()?;
+            let inode = self.inode(ino)?;
+            let name = Self::xattr_name(name)?;
+            sys::xattr(inode.fd(), sys::XattrOp::Set(&name, value, flags))
+        })();
+        match r {
+            Ok(_) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn getxattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, size: u32, reply: ReplyXattr) {
+        let inode = match self.inode(ino) {
+            Ok(i) => i,
+            Err(e) => return reply.error(e),
+        };
+        let name = match Self::xattr_name(name) {
+            Ok(n) => n,
+            Err(e) => return reply.error(e),
+        };
+        let name: &CStr = &name;
+        Self::reply_xattr(size, reply, |buf| {
+            sys::xattr(inode.fd(), sys::XattrOp::Get(name, buf))
+        });
+    }
+
+    fn listxattr(&self, _req: &Request, ino: INodeNo, size: u32, reply: ReplyXattr) {
+        let inode = match self.inode(ino) {
+            Ok(i) => i,
+            Err(e) => return reply.error(e),
+        };
+        Self::reply_xattr(size, reply, |buf| {
+            sys::xattr(inode.fd(), sys::XattrOp::List(buf))
+        });
+    }
+
+    fn removexattr(&self, _req: &Request, ino: INodeNo, name: &OsStr, reply: ReplyEmpty) {
+        let r = (|| {
+            self.writable()?;
+            let inode = self.inode(ino)?;
+            let name = Self::xattr_name(name)?;
+            sys::xattr(inode.fd(), sys::XattrOp::Remove(&name))
+        })();
+        match r {
+            Ok(_) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn access(&self, _req: &Request, ino: INodeNo, mask: AccessFlags, reply: ReplyEmpty) {
+        let r = self.inode(ino).and_then(|i| {
+            if mask.bits() & libc::W_OK != 0 && self.config.read_only {
+                return Err(Errno::EROFS);
+            }
+            if i.is_symlink() {
+                Ok(())
+            } else {
+                sys::access_fd(i.fd(), mask.bits())
+            }
+        });
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn create(
+        &self,
+        req: &Request,
+        parent: INodeNo,
+        name: &OsStr,
+        mode: u32,
+        _umask: u32,
+        flags: i32,
+        reply: ReplyCreate,
+    ) {
+        let r = (|| {
+            self.writable()?;
+            let parent = self.inode(parent)?;
+            let shown = self.check_name(parent.id, name)?;
+            let name: Cow<'_, [u8]> = match self.mapped_backing(&parent, shown)? {
+                Some(_) if flags & libc::O_EXCL != 0 => return Err(Errno::EEXIST),
+                Some(b) => Cow::Owned(b),
+                None => Cow::Borrowed(shown),
+            };
+            sys::clear_thread_umask();
+            let fd = sys::openat(
+                parent.fd(),
+                &name,
+                (flags | libc::O_CREAT | libc::O_NOFOLLOW) & !libc::O_NOCTTY,
+                mode,
+            )?;
+            let (inode, st) = self.finish_new(req, &parent, &name, mode)?;
+            Ok::<_, Errno>((fd, inode, st))
+        })();
+        match r {
+            Ok((fd, inode, st)) => {
+                let backing = self.backing_id(&inode, &fd, |f| reply.open_backing(f));
+                let fh = self.handles.insert(Handle::new(fd, backing.clone()));
+                let attr = self.attr(inode.id, &st);
+                let c = &self.config.cache;
+                let flags = self.open_flags(false);
+                match backing {
+                    Some(b) => reply.created_passthrough(
+                        &c.entry_timeout,
+                        &attr,
+                        Generation(0),
+                        FileHandle(fh),
+                        flags,
+                        &b,
+                    ),
+                    None => reply.created(
+                        &c.entry_timeout,
+                        &attr,
+                        Generation(0),
+                        FileHandle(fh),
+                        flags,
+                    ),
+                }
+            }
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn fallocate(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: u64,
+        length: u64,
+        mode: i32,
+        reply: ReplyEmpty,
+    ) {
+        let r = self
+            .writable()
+            .and_then(|()| self.handle(fh))
+            .and_then(|h| sys::fallocate(h.fd(), mode, offset, length));
+        match r {
+            Ok(()) => reply.ok(),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn lseek(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        fh: FileHandle,
+        offset: i64,
+        whence: i32,
+        reply: ReplyLseek,
+    ) {
+        match self
+            .handle(fh)
+            .and_then(|h| sys::lseek(h.fd(), offset, whence))
+        {
+            Ok(o) => reply.offset(o),
+            Err(e) => reply.error(e),
+        }
+    }
+
+    fn copy_file_range(
+        &self,
+        _req: &Request,
+        _ino_in: INodeNo,
+        fh_in: FileHandle,
+        offset_in: u64,
+        _ino_out: INodeNo,
+        fh_out: FileHandle,
+        offset_out: u64,
+        len: u64,
+        _flags: CopyFileRangeFlags,
+        reply: ReplyWrite,
+    ) {
+        let r = (|| {
+            self.writable()?;
+            let hi = self.handle(fh_in)?;
+            let ho = self.handle(fh_out)?;
+            sys::copy_file_range(hi.fd(), offset_in, ho.fd(), offset_out, len.min(1 << 30))
+        })();
+        match r {
+            Ok(n) => reply.written(u32::try_from(n).unwrap_or(u32::MAX)),
+            Err(e) => reply.error(e),
+        }
+    }
+}
