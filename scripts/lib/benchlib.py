@@ -211,6 +211,16 @@ class Mounted:
 _LIVE: list[Mounted] = []
 
 
+NOFILE: int | None = None
+"""When set (--nofile), the open-file limit mount commands start with; else inherited."""
+
+
+def _set_nofile() -> None:
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_NOFILE, (NOFILE, NOFILE))
+
+
 def mount(target: Target, src: Path, mnt: Path, logdir: Path, timeout: float = 30.0) -> Mounted:
     """Mount SOURCE at mnt with the target's command and wait until the mount shows up.
 
@@ -229,7 +239,8 @@ def mount(target: Target, src: Path, mnt: Path, logdir: Path, timeout: float = 3
     lf.write(f"\n== {time.strftime('%F %T')} {shlex.join(argv)}\n".encode())
     lf.flush()
     try:
-        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=lf, stderr=lf, start_new_session=True)
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=lf, stderr=lf, start_new_session=True,
+                                preexec_fn=_set_nofile if NOFILE else None)
     except OSError as e:
         lf.close()
         raise RuntimeError(f"{target.name}: cannot run {argv[0]}: {e.strerror}") from None
@@ -318,6 +329,26 @@ def install_cleanup() -> None:
 
     for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, on_signal)
+
+
+def add_nofile_arg(ap) -> None:
+    ap.add_argument("--nofile", type=int, metavar="N",
+                    help="start mount commands with RLIMIT_NOFILE N (default: inherited, see ulimit -n); "
+                         "for daemons that keep an fd per inode and do not raise the limit themselves")
+
+
+def apply_nofile(n: int | None) -> None:
+    global NOFILE
+    if n is not None and n < 64:
+        die("--nofile must be at least 64")
+    NOFILE = n
+
+
+def describe_error(e: BaseException) -> str:
+    """One line for a workload that failed on a target: errno text, or the command's error."""
+    if isinstance(e, OSError):
+        return e.strerror or str(e)
+    return str(e).splitlines()[0][-120:]
 
 
 def parse_mount_spec(spec: str) -> Target:
