@@ -338,9 +338,20 @@ def add_nofile_arg(ap) -> None:
 
 
 def apply_nofile(n: int | None) -> None:
+    """Check --nofile now (raising the hard limit needs CAP_SYS_RESOURCE) so mounts do not fail later."""
+    import resource
+
     global NOFILE
-    if n is not None and n < 64:
+    if n is None:
+        return
+    if n < 64:
         die("--nofile must be at least 64")
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and n > hard:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (soft, n))
+        except (ValueError, OSError):
+            die(f"--nofile {n}: above the hard limit {hard} and cannot raise it (needs CAP_SYS_RESOURCE)")
     NOFILE = n
 
 
