@@ -68,6 +68,7 @@ fn mount(args: &mut MountArgs) -> Result<(), String> {
     args.source = source;
     args.mountpoint = mountpoint;
     raise_fd_limit();
+    args.fs.fd_budget = utf8fs::fs::default_fd_budget();
     if args.foreground {
         let (session, stats) = start(args)?;
         serve(session, stats)
@@ -76,9 +77,9 @@ fn mount(args: &mut MountArgs) -> Result<(), String> {
     }
 }
 
-/// Raises the open-file limit as far as allowed: the filesystem holds one `O_PATH` fd per inode
-/// the kernel remembers, so a tree of a million files needs a million fds (as libfuse's
-/// passthrough_hp does). Root may raise the hard limit up to `fs.nr_open`.
+/// Raises the open-file limit as far as allowed: the more fds, the more inodes keep their
+/// `O_PATH` fd (half the limit, see `FsConfig::fd_budget`) instead of reopening it from a file
+/// handle. Root may raise the hard limit up to `fs.nr_open`.
 fn raise_fd_limit() {
     let nr_open = std::fs::read_to_string("/proc/sys/fs/nr_open")
         .ok()

@@ -146,6 +146,25 @@ pub struct FsConfig {
     /// are normalization-insensitive. Applied to [`FsConfig::mapper`] when the filesystem
     /// starts ([`Mapper::with_form`]).
     pub unicode: Option<Form>,
+    /// At most about this many inodes hold an `O_PATH` fd; the fds of cold ones are closed and
+    /// reopened from their file handle when needed. `usize::MAX`: never close them.
+    pub fd_budget: usize,
+}
+
+/// The default [`FsConfig::fd_budget`]: half the soft `RLIMIT_NOFILE` of the process, leaving
+/// the rest for open files and directories.
+pub fn default_fd_budget() -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit fills the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return 512;
+    }
+    usize::try_from(lim.rlim_cur / 2)
+        .unwrap_or(usize::MAX)
+        .max(64)
 }
 
 impl FsConfig {
@@ -161,6 +180,7 @@ impl FsConfig {
             cache: CachePolicy::default(),
             deny: Deny::NONE,
             unicode: None,
+            fd_budget: default_fd_budget(),
         }
     }
 }
@@ -169,6 +189,7 @@ impl FsConfig {
 #[derive(Debug, Default)]
 pub struct FsStats {
     live_inodes: Arc<AtomicUsize>,
+    path_fds: Arc<AtomicUsize>,
     open_handles: Arc<AtomicUsize>,
     hidden_names: AtomicU64,
     malformed_logged: AtomicU64,
@@ -179,6 +200,12 @@ impl FsStats {
     /// Inodes in the table, the root included (1 once the kernel forgot everything).
     pub fn live_inodes(&self) -> usize {
         self.live_inodes.load(Ordering::Relaxed)
+    }
+
+    /// `O_PATH` fds the inode table holds now, the root's included (see
+    /// [`FsConfig::fd_budget`]).
+    pub fn path_fds(&self) -> usize {
+        self.path_fds.load(Ordering::Relaxed)
     }
 
     /// Open file and directory handles.
@@ -264,7 +291,13 @@ impl Utf8Fs {
             sys::stat_fd(root.as_fd()).map_err(|e| err(io::Error::from_raw_os_error(e.code())))?;
         let source_path = sys::fd_path(root.as_fd()).unwrap_or_default();
         let stats = Arc::new(FsStats::default());
-        let inodes = InodeTable::new(root, &st, Arc::clone(&stats.live_inodes));
+        let inodes = InodeTable::new(
+            root,
+            &st,
+            Arc::clone(&stats.live_inodes),
+            Arc::clone(&stats.path_fds),
+            config.fd_budget,
+        );
         let handles = Handles::new(Arc::clone(&stats.open_handles));
         Ok(Utf8Fs {
             config,
@@ -315,7 +348,7 @@ impl Utf8Fs {
         if dir.id == inode::ROOT_ID {
             return ".".into();
         }
-        match sys::fd_path(dir.fd()) {
+        match dir.fd().and_then(|f| sys::fd_path(f.as_fd())) {
             Ok(p) if !self.source_path.is_empty() => {
                 let base = self
                     .source_path
@@ -405,13 +438,18 @@ impl Utf8Fs {
 
     /// The directory's mapped-name index, rebuilt when stale (or when `force`).
     fn dir_index(&self, dir: &Inode, force: bool) -> Res<Arc<CachedIndex>> {
-        let st = sys::stat_fd(dir.fd())?;
+        let st = sys::stat_fd(dir.fd()?.as_fd())?;
         if !force {
             if let Some(c) = dir.dir.get(&st) {
                 return Ok(c);
             }
         }
-        let fd = sys::openat(dir.fd(), b".", libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
+        let fd = sys::openat(
+            dir.fd()?.as_fd(),
+            b".",
+            libc::O_RDONLY | libc::O_DIRECTORY,
+            0,
+        )?;
         let listing = Listing::read(fd.as_fd())?;
         Ok(dir.dir.store(&self.config.mapper, &listing, &st))
     }
@@ -422,7 +460,7 @@ impl Utf8Fs {
         if !self.config.mapper.normalizes() {
             return Ok(None);
         }
-        match sys::stat_at(dir.fd(), shown) {
+        match sys::stat_at(dir.fd()?.as_fd(), shown) {
             Ok(_) => Ok(None),
             Err(e) if e.code() != libc::ENOENT => Ok(None),
             Err(_) => self.mapped_after_miss(dir, shown),
@@ -433,7 +471,7 @@ impl Utf8Fs {
     fn mapped_after_miss(&self, dir: &Inode, shown: &[u8]) -> Res<Option<Vec<u8>>> {
         let mapper = &self.config.mapper;
         for b in mapper.inversions(shown) {
-            if sys::stat_at(dir.fd(), &b).is_ok() {
+            if sys::stat_at(dir.fd()?.as_fd(), &b).is_ok() {
                 let idx = self.dir_index(dir, false)?;
                 if idx.index.shown(&b) == Some(shown) {
                     return Ok(Some(b));
@@ -475,7 +513,7 @@ impl Utf8Fs {
         let shown = self.check_name(dir, name)?;
         if let Err(e) = self.check_hygiene(dir, &shown) {
             // An existing entry is reported as such, whatever its name.
-            if sys::stat_at(dir.fd(), &shown).is_ok() {
+            if sys::stat_at(dir.fd()?.as_fd(), &shown).is_ok() {
                 return Err(Errno::EEXIST);
             }
             return Err(e);
@@ -522,7 +560,7 @@ impl Utf8Fs {
         if !self.config.allow_other && req.uid() == self.euid {
             return Ok(());
         }
-        let pst = sys::stat_fd(parent.fd())?;
+        let pst = sys::stat_fd(parent.fd()?.as_fd())?;
         let gid = if pst.st_mode & libc::S_ISGID != 0 {
             NO_ID
         } else {
@@ -561,7 +599,7 @@ impl Utf8Fs {
         mode: u32,
     ) -> Res<(Arc<Inode>, libc::stat)> {
         parent.dir.invalidate();
-        let fd = sys::open_path(parent.fd(), name)?;
+        let fd = sys::open_path(parent.fd()?.as_fd(), name)?;
         self.set_owner(req, parent, &fd, mode)?;
         let st = sys::stat_fd(fd.as_fd())?;
         let inode = self.inodes.insert(fd, &st);
@@ -586,7 +624,10 @@ impl Utf8Fs {
         let rw = if self.config.read_only {
             None
         } else {
-            sys::reopen(inode.fd(), libc::O_RDWR).ok()
+            inode
+                .fd()
+                .ok()
+                .and_then(|f| sys::reopen(f.as_fd(), libc::O_RDWR).ok())
         };
         match open(rw.as_ref().unwrap_or(fd)) {
             Ok(id) => {
@@ -660,7 +701,7 @@ impl Utf8Fs {
                 return Ok(Arc::clone(s));
             }
         }
-        let st = sys::stat_fd(dir.fd())?;
+        let st = sys::stat_fd(dir.fd()?.as_fd())?;
         let listing = Listing::read(h.fd())?;
         let mapper = &self.config.mapper;
         let snap = if mapper.normalizes() {
@@ -765,7 +806,7 @@ impl Utf8Fs {
     /// An `O_PATH` fd of the directory holding a symlink, found from the path the kernel knows
     /// for it, walked from SOURCE without following symlinks.
     fn link_dir(&self, link: &Inode) -> Option<OwnedFd> {
-        let path = sys::fd_path(link.fd()).ok()?;
+        let path = sys::fd_path(link.fd().ok()?.as_fd()).ok()?;
         let base = self
             .source_path
             .strip_suffix(b"/")
@@ -776,7 +817,13 @@ impl Utf8Fs {
             None => &b""[..],
         };
         let root = self.inodes.root()?;
-        let mut fd = sys::openat(root.fd(), b".", libc::O_PATH | libc::O_DIRECTORY, 0).ok()?;
+        let mut fd = sys::openat(
+            root.fd().ok()?.as_fd(),
+            b".",
+            libc::O_PATH | libc::O_DIRECTORY,
+            0,
+        )
+        .ok()?;
         for comp in dir.split(|&b| b == b'/').filter(|c| !c.is_empty()) {
             fd = sys::openat(
                 fd.as_fd(),
@@ -847,10 +894,14 @@ impl Utf8Fs {
             if inode.is_symlink() {
                 return Err(Errno::EOPNOTSUPP);
             }
-            sys::chmod_fd(inode.fd(), mode & 0o7777)?;
+            sys::chmod_fd(inode.fd()?.as_fd(), mode & 0o7777)?;
         }
         if uid.is_some() || gid.is_some() {
-            sys::chown_fd(inode.fd(), uid.unwrap_or(NO_ID), gid.unwrap_or(NO_ID))?;
+            sys::chown_fd(
+                inode.fd()?.as_fd(),
+                uid.unwrap_or(NO_ID),
+                gid.unwrap_or(NO_ID),
+            )?;
         }
         if let Some(size) = size {
             match fh.and_then(|fh| self.handles.get(fh.0)) {
@@ -862,7 +913,7 @@ impl Utf8Fs {
                     if inode.fmt != libc::S_IFREG {
                         return Err(Errno::EINVAL);
                     }
-                    let fd = sys::reopen(inode.fd(), libc::O_WRONLY)?;
+                    let fd = sys::reopen(inode.fd()?.as_fd(), libc::O_WRONLY)?;
                     sys::ftruncate(fd.as_fd(), size)?;
                 }
             }
@@ -870,9 +921,9 @@ impl Utf8Fs {
         if atime.is_some() || mtime.is_some() {
             self.writable()?;
             let times = [timespec(atime), timespec(mtime)];
-            sys::utimens_fd(inode.fd(), &times, inode.is_symlink())?;
+            sys::utimens_fd(inode.fd()?.as_fd(), &times, inode.is_symlink())?;
         }
-        let st = sys::stat_fd(inode.fd())?;
+        let st = sys::stat_fd(inode.fd()?.as_fd())?;
         Ok(self.attr(inode.id, &st))
     }
 
@@ -884,10 +935,10 @@ impl Utf8Fs {
         if (acc != libc::O_RDONLY || flags & libc::O_TRUNC != 0) && self.config.read_only {
             return Err(Errno::EROFS);
         }
-        match sys::reopen(inode.fd(), self.backing_flags(flags)) {
+        match sys::reopen(inode.fd()?.as_fd(), self.backing_flags(flags)) {
             // Writeback wanted read access the caller may not have: open as asked.
             Err(e) if e.code() == libc::EACCES && acc == libc::O_WRONLY => {
-                sys::reopen(inode.fd(), flags & !libc::O_NOCTTY)
+                sys::reopen(inode.fd()?.as_fd(), flags & !libc::O_NOCTTY)
             }
             r => r,
         }
@@ -1084,7 +1135,7 @@ impl Filesystem for Utf8Fs {
             let inode = self.inode(ino)?;
             let st = match fh.and_then(|fh| self.handles.get(fh.0)) {
                 Some(h) if !inode.is_dir() => sys::stat_fd(h.fd())?,
-                _ => sys::stat_fd(inode.fd())?,
+                _ => sys::stat_fd(inode.fd()?.as_fd())?,
             };
             Ok::<_, Errno>(self.attr(inode.id, &st))
         })();
@@ -1130,7 +1181,7 @@ impl Filesystem for Utf8Fs {
     fn readlink(&self, _req: &Request, ino: INodeNo, reply: ReplyData) {
         let r = self
             .inode(ino)
-            .and_then(|i| sys::readlink_fd(i.fd()).map(|t| self.map_target(&i, t)));
+            .and_then(|i| sys::readlink_fd(i.fd()?.as_fd()).map(|t| self.map_target(&i, t)));
         match r {
             Ok(t) => reply.data(&t),
             Err(e) => reply.error(e),
@@ -1152,7 +1203,7 @@ impl Filesystem for Utf8Fs {
             let parent = self.inode(parent)?;
             let name = &*self.new_name(&parent, name)?;
             sys::clear_thread_umask();
-            sys::mknodat(parent.fd(), name, mode, u64::from(rdev))?;
+            sys::mknodat(parent.fd()?.as_fd(), name, mode, u64::from(rdev))?;
             self.finish_new(req, &parent, name, mode)
         })();
         match r {
@@ -1175,7 +1226,7 @@ impl Filesystem for Utf8Fs {
             let parent = self.inode(parent)?;
             let name = &*self.new_name(&parent, name)?;
             sys::clear_thread_umask();
-            sys::mkdirat(parent.fd(), name, mode)?;
+            sys::mkdirat(parent.fd()?.as_fd(), name, mode)?;
             self.finish_new(req, &parent, name, mode | libc::S_IFDIR)
         })();
         match r {
@@ -1189,7 +1240,7 @@ impl Filesystem for Utf8Fs {
             self.writable()?;
             let parent = self.inode(parent)?;
             let b = self.resolve(&parent, name)?;
-            sys::unlinkat(parent.fd(), &b, 0)?;
+            sys::unlinkat(parent.fd()?.as_fd(), &b, 0)?;
             parent.dir.invalidate();
             Ok::<_, Errno>(())
         })();
@@ -1204,7 +1255,7 @@ impl Filesystem for Utf8Fs {
             self.writable()?;
             let parent = self.inode(parent)?;
             let b = self.resolve(&parent, name)?;
-            sys::unlinkat(parent.fd(), &b, libc::AT_REMOVEDIR)?;
+            sys::unlinkat(parent.fd()?.as_fd(), &b, libc::AT_REMOVEDIR)?;
             parent.dir.invalidate();
             Ok::<_, Errno>(())
         })();
@@ -1234,7 +1285,7 @@ impl Filesystem for Utf8Fs {
                 self.check_name(&parent, os(comp))?;
             }
             sys::clear_thread_umask();
-            sys::symlinkat(target, parent.fd(), name)?;
+            sys::symlinkat(target, parent.fd()?.as_fd(), name)?;
             self.finish_new(req, &parent, name, libc::S_IFLNK | 0o777)
         })();
         match r {
@@ -1264,7 +1315,13 @@ impl Filesystem for Utf8Fs {
                 Some(b) => Cow::Owned(b),
                 None => new,
             };
-            sys::renameat2(parent.fd(), &old, newparent.fd(), &new, flags.bits())?;
+            sys::renameat2(
+                parent.fd()?.as_fd(),
+                &old,
+                newparent.fd()?.as_fd(),
+                &new,
+                flags.bits(),
+            )?;
             parent.dir.invalidate();
             newparent.dir.invalidate();
             Ok::<_, Errno>(())
@@ -1288,7 +1345,7 @@ impl Filesystem for Utf8Fs {
             let inode = self.inode(ino)?;
             let newparent = self.inode(newparent)?;
             let name = &*self.new_name(&newparent, newname)?;
-            sys::link_fd(inode.fd(), newparent.fd(), name)?;
+            sys::link_fd(inode.fd()?.as_fd(), newparent.fd()?.as_fd(), name)?;
             newparent.dir.invalidate();
             self.inodes.lookup(&newparent, name)
         })();
@@ -1407,9 +1464,9 @@ impl Filesystem for Utf8Fs {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
-        let r = self
-            .inode(ino)
-            .and_then(|i| sys::openat(i.fd(), b".", libc::O_RDONLY | libc::O_DIRECTORY, 0));
+        let r = self.inode(ino).and_then(|i| {
+            sys::openat(i.fd()?.as_fd(), b".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
+        });
         match r {
             Ok(fd) => {
                 let fh = self.handles.insert(Handle::new(fd, None));
@@ -1530,7 +1587,7 @@ impl Filesystem for Utf8Fs {
             .inodes
             .root()
             .ok_or(Errno::ESTALE)
-            .and_then(|r| sys::statvfs(r.fd()));
+            .and_then(|r| sys::statvfs(r.fd()?.as_fd()));
         match r {
             Ok(s) => reply.statfs(
                 s.f_blocks,
@@ -1560,7 +1617,7 @@ impl Filesystem for Utf8Fs {
             self.writable()?;
             let inode = self.inode(ino)?;
             let name = Self::xattr_name(name)?;
-            sys::xattr(inode.fd(), sys::XattrOp::Set(&name, value, flags))
+            sys::xattr(inode.fd()?.as_fd(), sys::XattrOp::Set(&name, value, flags))
         })();
         match r {
             Ok(_) => reply.ok(),
@@ -1579,7 +1636,7 @@ impl Filesystem for Utf8Fs {
         };
         let name: &CStr = &name;
         Self::reply_xattr(size, reply, |buf| {
-            sys::xattr(inode.fd(), sys::XattrOp::Get(name, buf))
+            sys::xattr(inode.fd()?.as_fd(), sys::XattrOp::Get(name, buf))
         });
     }
 
@@ -1589,7 +1646,7 @@ impl Filesystem for Utf8Fs {
             Err(e) => return reply.error(e),
         };
         Self::reply_xattr(size, reply, |buf| {
-            sys::xattr(inode.fd(), sys::XattrOp::List(buf))
+            sys::xattr(inode.fd()?.as_fd(), sys::XattrOp::List(buf))
         });
     }
 
@@ -1598,7 +1655,7 @@ impl Filesystem for Utf8Fs {
             self.writable()?;
             let inode = self.inode(ino)?;
             let name = Self::xattr_name(name)?;
-            sys::xattr(inode.fd(), sys::XattrOp::Remove(&name))
+            sys::xattr(inode.fd()?.as_fd(), sys::XattrOp::Remove(&name))
         })();
         match r {
             Ok(_) => reply.ok(),
@@ -1614,7 +1671,7 @@ impl Filesystem for Utf8Fs {
             if i.is_symlink() {
                 Ok(())
             } else {
-                sys::access_fd(i.fd(), mask.bits())
+                sys::access_fd(i.fd()?.as_fd(), mask.bits())
             }
         });
         match r {
@@ -1639,7 +1696,7 @@ impl Filesystem for Utf8Fs {
             let shown = self.check_name(&parent, name)?;
             if let Err(e) = self.check_hygiene(&parent, &shown) {
                 // Opening an existing entry with O_CREAT is an open, not a new name.
-                if sys::stat_at(parent.fd(), &shown).is_err() {
+                if sys::stat_at(parent.fd()?.as_fd(), &shown).is_err() {
                     return Err(e);
                 }
                 if flags & libc::O_EXCL != 0 {
@@ -1653,7 +1710,7 @@ impl Filesystem for Utf8Fs {
             };
             sys::clear_thread_umask();
             let fd = sys::openat(
-                parent.fd(),
+                parent.fd()?.as_fd(),
                 &name,
                 self.backing_flags(flags | libc::O_CREAT | libc::O_NOFOLLOW),
                 mode,
