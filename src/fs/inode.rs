@@ -36,7 +36,7 @@ const SHARDS: usize = 64;
 const MAX_HANDLE: usize = 128;
 /// The table is shrunk (and freed memory handed back) when it falls below half of its largest
 /// size, if that was at least this many inodes.
-const SHRINK_MIN: usize = 4096;
+const SHRINK_MIN: usize = 256;
 
 /// An `O_PATH` fd held for an inode, counted in the table's held-fd count while it is open.
 pub struct PathFd {
@@ -640,8 +640,8 @@ impl InodeTable {
         drop(shard);
         drop(synth);
         let high = self.high_water.load(Ordering::Relaxed);
-        if high >= SHRINK_MIN
-            && live < high / 2
+        // Also once when only the root is left, so that memory returns near its baseline.
+        if ((high >= SHRINK_MIN && live < high / 2) || (live == 1 && high > 1))
             && self
                 .high_water
                 .compare_exchange(high, live.max(1), Ordering::Relaxed, Ordering::Relaxed)
@@ -669,6 +669,11 @@ impl InodeTable {
         unsafe {
             libc::malloc_trim(0);
         }
+        log::debug!(
+            "inode table shrunk: {} inodes, {} O_PATH fds",
+            self.live.load(Ordering::Relaxed),
+            self.shared.held.load(Ordering::Relaxed)
+        );
     }
 }
 
