@@ -776,7 +776,7 @@ mod tests {
             e.to_string(),
             "unknown mount option 'nope' (see utf8fs --help)"
         );
-        let e = parse(&args(&["s", "m", "-o", "fsname=a\nb,no\npe"])).unwrap_err();
+        let e = parse(&args(&["s", "m", "-o", "fsname=ab,no\npe"])).unwrap_err();
         assert_eq!(e.message(), "unknown mount option 'no\\x0Ape'");
     }
 
