@@ -345,8 +345,8 @@ impl Opts {
             ("sync", None) => f.sync = Some(true),
             ("async", None) => f.sync = Some(false),
             ("dirsync", None) => f.dirsync = true,
-            ("fsname", Some(v)) => f.fsname = Some(non_empty(key, v)?.to_owned()),
-            ("subtype", Some(v)) => f.subtype = non_empty(key, v)?.to_owned(),
+            ("fsname", Some(v)) => f.fsname = Some(mount_label(key, v)?.to_owned()),
+            ("subtype", Some(v)) => f.subtype = mount_label(key, v)?.to_owned(),
             ("malformed", Some(v)) => self.mode = Some(v.to_owned()),
             ("charset", Some(v)) => self.charset = Some(non_empty(key, v)?.to_owned()),
             ("threads", Some(v)) => self.threads = Some(threads(v)?),
@@ -481,6 +481,22 @@ fn non_empty<'a>(key: &str, value: &'a str) -> Result<&'a str, UsageError> {
     } else {
         Ok(value)
     }
+}
+
+/// A value that the kernel shows in /proc/mounts (`fsname=`, `subtype=`): not empty, and
+/// without control or bidi formatting characters, which would garble or reorder what `mount`
+/// and `df` print.
+fn mount_label<'a>(key: &str, value: &'a str) -> Result<&'a str, UsageError> {
+    if value
+        .chars()
+        .any(|c| c.is_control() || crate::policy::is_bidi(c))
+    {
+        return Err(UsageError::new(format!(
+            "bad value in '{key}={}': control and bidi formatting characters are not allowed",
+            Escaped(value.as_bytes())
+        )));
+    }
+    non_empty(key, value)
 }
 
 fn bad_value(key: &str, value: &str, expected: &str) -> UsageError {
@@ -760,7 +776,7 @@ mod tests {
             e.to_string(),
             "unknown mount option 'nope' (see utf8fs --help)"
         );
-        let e = parse(&args(&["s", "m", "-o", "fsname=a\nb,no\npe"])).unwrap_err();
+        let e = parse(&args(&["s", "m", "-o", "fsname=ab,no\npe"])).unwrap_err();
         assert_eq!(e.message(), "unknown mount option 'no\\x0Ape'");
     }
 

@@ -187,7 +187,8 @@ impl Deny {
                     Some(rule) => deny = deny.with(rule),
                     None => {
                         return Err(format!(
-                            "unknown deny rule '{word}' (known: all, none, {})",
+                            "unknown deny rule '{}' (known: all, none, {})",
+                            Escaped(word.as_bytes()),
                             RULES.map(Rule::as_str).join(", ")
                         ))
                     }
@@ -266,7 +267,9 @@ fn is_control(c: char) -> bool {
     matches!(c, '\u{1}'..='\u{1f}' | '\u{7f}'..='\u{9f}')
 }
 
-fn is_bidi(c: char) -> bool {
+/// Bidirectional formatting characters (the `bidi` hygiene rule): they reorder what a terminal
+/// shows.
+pub(crate) fn is_bidi(c: char) -> bool {
     matches!(c, '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
@@ -460,7 +463,10 @@ impl Form {
         match s.to_ascii_lowercase().as_str() {
             "nfc" => Ok(Form::Nfc),
             "nfd" => Ok(Form::Nfd),
-            _ => Err(format!("unknown Unicode form '{s}' (known: nfc, nfd)")),
+            _ => Err(format!(
+                "unknown Unicode form '{}' (known: nfc, nfd)",
+                Escaped(s.as_bytes())
+            )),
         }
     }
 

@@ -318,7 +318,9 @@ fn daemon_returns_once_the_mount_answers_and_fusermount_unmounts_it() {
     let m = d.mnt.display();
     assert_eq!(
         stderr_line(&out),
-        format!("utf8fs: {m}: already a utf8fs mount point (unmount it with fusermount3 -u)")
+        format!(
+            "utf8fs: {m}: already a FUSE mount point (fuse.utf8fs; unmount it with fusermount3 -u)"
+        )
     );
     assert_eq!(mounts_at(&d.mnt), ["fuse.utf8fs"]);
 

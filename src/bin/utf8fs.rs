@@ -63,7 +63,7 @@ fn main() -> ExitCode {
 
 /// Checks the paths, then mounts in the foreground or through a detached child.
 fn mount(args: &mut MountArgs) -> Result<(), String> {
-    let (source, mountpoint) = check_paths(&args.source, &args.mountpoint, &args.fuse.subtype)?;
+    let (source, mountpoint) = check_paths(&args.source, &args.mountpoint)?;
     args.fs.source = source.clone();
     args.source = source;
     args.mountpoint = mountpoint;
@@ -71,7 +71,7 @@ fn mount(args: &mut MountArgs) -> Result<(), String> {
     args.fs.fd_budget = utf8fs::fs::default_fd_budget();
     if args.foreground {
         let (session, stats) = start(args)?;
-        serve(session, stats)
+        serve(session, stats, args)
     } else {
         daemonize(args)
     }
@@ -115,28 +115,25 @@ fn raise_fd_limit() {
 }
 
 /// Resolves SOURCE and MOUNTPOINT and refuses what cannot work: missing paths, non-directories,
-/// a MOUNTPOINT already carrying this filesystem, one inside the other.
-fn check_paths(
-    source: &Path,
-    mountpoint: &Path,
-    subtype: &str,
-) -> Result<(PathBuf, PathBuf), String> {
+/// a MOUNTPOINT already carrying a FUSE filesystem (this one under any `subtype=`, or another),
+/// one inside the other.
+fn check_paths(source: &Path, mountpoint: &Path) -> Result<(PathBuf, PathBuf), String> {
     let src = directory(source)?;
     let mnt = match directory(mountpoint) {
         Ok(mnt) => mnt,
         Err(e) => {
-            // A live mount of ours may not answer stat the way a directory does, and a dead one
+            // A live FUSE mount may not answer stat the way a directory does, and a dead one
             // answers ENOTCONN: say what it is rather than why stat failed.
             if let Some(parent_path) = resolve_without_last(mountpoint) {
-                if is_our_mount(&parent_path, subtype) {
-                    return Err(already_mounted(mountpoint));
+                if let Some(fstype) = fuse_mount_at(&parent_path) {
+                    return Err(already_mounted(mountpoint, &fstype));
                 }
             }
             return Err(e);
         }
     };
-    if is_our_mount(&mnt, subtype) {
-        return Err(already_mounted(mountpoint));
+    if let Some(fstype) = fuse_mount_at(&mnt) {
+        return Err(already_mounted(mountpoint, &fstype));
     }
     if src == mnt {
         return Err(format!(
@@ -187,33 +184,31 @@ fn resolve_without_last(path: &Path) -> Option<PathBuf> {
     Some(parent.canonicalize().ok()?.join(name))
 }
 
-fn already_mounted(mountpoint: &Path) -> String {
+fn already_mounted(mountpoint: &Path, fstype: &str) -> String {
     format!(
-        "{}: already a utf8fs mount point (unmount it with fusermount3 -u)",
-        shown(mountpoint)
+        "{}: already a FUSE mount point ({}; unmount it with fusermount3 -u)",
+        shown(mountpoint),
+        Escaped(fstype.as_bytes())
     )
 }
 
-/// Whether /proc/self/mountinfo lists a FUSE mount of type utf8fs (or `subtype`) at `path`.
-fn is_our_mount(path: &Path, subtype: &str) -> bool {
-    let Ok(info) = std::fs::read(format!("/proc/{}/mountinfo", std::process::id())) else {
-        return false;
+/// The type (`fuse.utf8fs`, `fuse.bindfs`, `fuseblk`, …) of a FUSE mount that
+/// /proc/self/mountinfo lists at `path`, whatever its subtype or fsname: mounting over one hides
+/// it, and over a dead one cannot work.
+fn fuse_mount_at(path: &Path) -> Option<String> {
+    let info = std::fs::read("/proc/self/mountinfo").ok()?;
+    let is_fuse = |fstype: &[u8]| {
+        [&b"fuse"[..], b"fuseblk"]
+            .iter()
+            .any(|t| fstype == *t || fstype.strip_prefix(*t).is_some_and(|r| r.starts_with(b".")))
     };
-    let ours = |fstype: &[u8]| {
-        fstype
-            .strip_prefix(b"fuse.")
-            .is_some_and(|t| t == options::DEFAULT_SUBTYPE.as_bytes() || t == subtype.as_bytes())
-    };
-    info.split(|&b| b == b'\n').any(|line| {
+    info.split(|&b| b == b'\n').find_map(|line| {
         let fields: Vec<&[u8]> = line.split(|&b| b == b' ').collect();
-        let Some(dash) = fields.iter().position(|f| *f == b"-") else {
-            return false;
-        };
-        fields.len() > dash + 1
-            && fields
-                .get(4)
-                .is_some_and(|m| unescape_mountinfo(m) == path.as_os_str().as_bytes())
-            && ours(fields[dash + 1])
+        let dash = fields.iter().position(|f| *f == b"-")?;
+        let fstype = fields.get(dash + 1)?;
+        let at = fields.get(4)?;
+        (unescape_mountinfo(at) == path.as_os_str().as_bytes() && is_fuse(fstype))
+            .then(|| String::from_utf8_lossy(&unescape_mountinfo(fstype)).into_owned())
     })
 }
 
@@ -317,9 +312,15 @@ fn mount_options(f: &FuseOptions, source: &Path) -> Vec<MountOption> {
 
 /// Serves requests until the filesystem is unmounted: by SIGINT, SIGTERM or SIGHUP (then this
 /// process unmounts), or by `fusermount3 -u`/`umount` from outside.
-fn serve(mut session: Session<Utf8Fs>, stats: Arc<FsStats>) -> Result<(), String> {
+fn serve(
+    mut session: Session<Utf8Fs>,
+    stats: Arc<FsStats>,
+    args: &MountArgs,
+) -> Result<(), String> {
     let mut unmounter = session.unmount_callable();
     let mask = signal_mask();
+    let mountpoint = args.mountpoint.clone();
+    let auto_unmount = args.fuse.auto_unmount;
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
@@ -327,6 +328,14 @@ fn serve(mut session: Session<Utf8Fs>, stats: Arc<FsStats>) -> Result<(), String
             // SAFETY: `mask` is an initialized signal set; `signal` is a valid out pointer.
             if unsafe { libc::sigwait(&mask, &mut signal) } == 0 {
                 log::info!("signal {signal}: unmounting");
+                // With auto_unmount, fuser's unmount only closes its socket to the watching
+                // fusermount3, which leaves a live mount in place; unmount it here first, as
+                // without auto_unmount.
+                if auto_unmount {
+                    if let Err(e) = unmount_fuse(&mountpoint) {
+                        log::error!("{}: unmount failed: {e}", shown(&mountpoint));
+                    }
+                }
                 if let Err(e) = unmounter.unmount() {
                     log::error!("unmount failed: {e}");
                 }
@@ -342,6 +351,35 @@ fn serve(mut session: Session<Utf8Fs>, stats: Arc<FsStats>) -> Result<(), String
         stats.open_handles()
     );
     Ok(())
+}
+
+/// Unmounts the FUSE mount at `mountpoint`, if one is still there: umount(2) as root, else
+/// `fusermount3 -u`, as fuser does without auto_unmount.
+fn unmount_fuse(mountpoint: &Path) -> Result<(), String> {
+    if fuse_mount_at(mountpoint).is_none() {
+        return Ok(());
+    }
+    let path = std::ffi::CString::new(mountpoint.as_os_str().as_bytes())
+        .map_err(|_| "the path holds a NUL byte".to_owned())?;
+    // SAFETY: `path` is a NUL-terminated string that outlives the call.
+    if unsafe { libc::umount2(path.as_ptr(), 0) } == 0 {
+        return Ok(());
+    }
+    let e = io::Error::last_os_error();
+    if e.raw_os_error() != Some(libc::EPERM) {
+        return Err(reason(&e));
+    }
+    let status = std::process::Command::new("fusermount3")
+        .arg("-u")
+        .arg("--")
+        .arg(mountpoint)
+        .status()
+        .map_err(|e| format!("fusermount3: {}", reason(&e)))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("fusermount3 -u: {status}"))
+    }
 }
 
 /// SIGINT, SIGTERM and SIGHUP, blocked in this thread so that every thread started later inherits
@@ -431,7 +469,7 @@ fn child(args: &MountArgs, mut report: File) -> Result<(), ()> {
     redirect(&null, &[2]);
     let _ = report.write_all(b"ok");
     drop(report);
-    serve(session, stats).map_err(|message| log::error!("{message}"))
+    serve(session, stats, args).map_err(|message| log::error!("{message}"))
 }
 
 fn redirect(to: &File, fds: &[i32]) {
