@@ -285,17 +285,32 @@ impl Daemon {
             .unwrap_or(false)
     }
 
-    /// Unmounts cleanly and waits for the daemon to exit; its exit code.
-    pub fn stop(&mut self) -> Option<i32> {
+    /// Unmounts with `fusermount3 -u` and checks that the daemon then exits with status 0.
+    #[track_caller]
+    pub fn stop(&mut self) {
         assert!(self.fusermount_u(), "fusermount3 -u {}", self.mnt.display());
-        let mut child = self.child.take()?;
+        let Some(mut child) = self.child.take() else {
+            return;
+        };
         let exited = wait_for(Duration::from_secs(20), || {
             matches!(child.try_wait(), Ok(Some(_)))
         });
         if !exited {
+            let stack = fs::read_to_string(format!("/proc/{}/stack", child.id())).unwrap_or_default();
             let _ = child.kill();
+            let _ = child.wait();
+            panic!(
+                "utf8fs did not exit within 20 s of fusermount3 -u; kernel stack:\n{stack}\nlog:\n{}",
+                self.log_text()
+            );
         }
-        child.wait().ok()?.code()
+        let status = child.wait().expect("wait for utf8fs");
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "utf8fs exit after fusermount3 -u: {status}; log:\n{}",
+            self.log_text()
+        );
     }
 
     /// The temporary directory holding `src` and `mnt`.
