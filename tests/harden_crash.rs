@@ -128,7 +128,11 @@ fn crash(d: &mut Daemon) -> Seen {
         let (t, n) = name[1..].split_once('-').unwrap();
         let seed = t.parse::<u64>().unwrap() << 32 | n.parse::<u64>().unwrap();
         let got = read(&d.src.join("w").join(&name));
-        assert_eq!(got, pattern(seed, got.len()), "w/{name} is not a prefix of what was written");
+        assert_eq!(
+            got,
+            pattern(seed, got.len()),
+            "w/{name} is not a prefix of what was written"
+        );
         assert!(
             !d.src.join(format!("r/g{t}-{n}")).exists(),
             "{name} under both names"
@@ -163,8 +167,16 @@ fn kill_9_during_writes_and_renames() {
         seen.errors
     );
     assert!(is_mounted(&d.mnt), "the dead mount stays until unmounted");
-    expect_errno(fs::metadata(&d.mnt), libc::ENOTCONN, "stat of the dead mount");
-    expect_errno(fs::read_dir(&d.mnt), libc::ENOTCONN, "readdir of the dead mount");
+    expect_errno(
+        fs::metadata(&d.mnt),
+        libc::ENOTCONN,
+        "stat of the dead mount",
+    );
+    expect_errno(
+        fs::read_dir(&d.mnt),
+        libc::ENOTCONN,
+        "readdir of the dead mount",
+    );
     expect_errno(
         fs::write(d.mnt.join("w/after"), b"x"),
         libc::ENOTCONN,
@@ -193,7 +205,10 @@ fn auto_unmount_cleans_up_after_kill_9_under_load() {
     );
     // The mount point is an ordinary empty directory again.
     assert!(list(&d.mnt).is_empty());
-    eprintln!("auto_unmount: client errors {:?}; mount point cleaned up", seen.errors);
+    eprintln!(
+        "auto_unmount: client errors {:?}; mount point cleaned up",
+        seen.errors
+    );
     d.mount();
     assert_same_tree(&d.src, &d.mnt, Mode::Reject);
     d.stop();

@@ -54,7 +54,8 @@ fn stress_worker() {
     for op in 0..ops {
         let pick = rng.below(100);
         let mine: Vec<PathBuf> = owned.keys().cloned().collect();
-        let any_mine = (!mine.is_empty()).then(|| mine[rng.below(mine.len() as u64) as usize].clone());
+        let any_mine =
+            (!mine.is_empty()).then(|| mine[rng.below(mine.len() as u64) as usize].clone());
         let res: std::io::Result<()> = (|| {
             match (pick, any_mine) {
                 (0..=29, _) | (_, None) => {
@@ -151,7 +152,11 @@ fn stress_worker() {
         errors.len(),
         owned.len()
     );
-    assert!(errors.is_empty(), "worker {id} errors:\n{}", errors.join("\n"));
+    assert!(
+        errors.is_empty(),
+        "worker {id} errors:\n{}",
+        errors.join("\n")
+    );
 }
 
 /// Runs the worker processes against `m` and checks the final trees.

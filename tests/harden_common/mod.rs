@@ -93,7 +93,8 @@ pub fn tree(root: &Path, mapper: Option<&Mapper>) -> BTreeMap<Vec<u8>, Entry> {
                 out.insert(rel.clone(), ('d', 0, Vec::new()));
                 walk(&p, &rel, mapper, out);
             } else if ft.is_symlink() {
-                let t = fs::read_link(&p).unwrap_or_else(|e| panic!("readlink {}: {e}", p.display()));
+                let t =
+                    fs::read_link(&p).unwrap_or_else(|e| panic!("readlink {}: {e}", p.display()));
                 out.insert(rel, ('l', md.len(), t.as_os_str().as_bytes().to_vec()));
             } else if ft.is_file() {
                 out.insert(rel, ('f', md.len(), read(&p)));
@@ -133,7 +134,10 @@ pub fn assert_same_tree(src: &Path, mnt: &Path, mode: Mode) -> usize {
             diff.push(format!("only through the mount: {}", show(k)));
         }
         diff.truncate(20);
-        panic!("the mount differs from the backing tree:\n{}", diff.join("\n"));
+        panic!(
+            "the mount differs from the backing tree:\n{}",
+            diff.join("\n")
+        );
     }
     want.len()
 }
@@ -197,7 +201,11 @@ impl Daemon {
             log: dir.path().join("daemon.log"),
             src,
             mnt,
-            opts: opts.split(',').filter(|o| !o.is_empty()).map(String::from).collect(),
+            opts: opts
+                .split(',')
+                .filter(|o| !o.is_empty())
+                .map(String::from)
+                .collect(),
             dir,
         };
         d.mount();
@@ -296,7 +304,8 @@ impl Daemon {
             matches!(child.try_wait(), Ok(Some(_)))
         });
         if !exited {
-            let stack = fs::read_to_string(format!("/proc/{}/stack", child.id())).unwrap_or_default();
+            let stack =
+                fs::read_to_string(format!("/proc/{}/stack", child.id())).unwrap_or_default();
             let _ = child.kill();
             let _ = child.wait();
             panic!(
