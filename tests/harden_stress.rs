@@ -21,6 +21,10 @@ use utf8fs::mapping::Mode;
 /// Shared directories every worker uses.
 const DIRS: usize = 4;
 
+/// Files a worker keeps at most: beyond, creations turn into deletions. Bounds the inodes the
+/// kernel remembers (one daemon fd each) below RLIMIT_NOFILE at any number of operations.
+const MAX_FILES: usize = 400;
+
 /// Valid names every worker process uses as stems, ASCII and not.
 const STEMS: &[&str] = &["f", "é", "日本", "😀", "ﬁ", "a b"];
 
@@ -52,7 +56,10 @@ fn stress_worker() {
             .join(format!("{stem}-w{id}-{n}"))
     };
     for op in 0..ops {
-        let pick = rng.below(100);
+        let mut pick = rng.below(100);
+        if pick < 30 && owned.len() >= MAX_FILES {
+            pick = 65;
+        }
         let mine: Vec<PathBuf> = owned.keys().cloned().collect();
         let any_mine =
             (!mine.is_empty()).then(|| mine[rng.below(mine.len() as u64) as usize].clone());
@@ -148,9 +155,14 @@ fn stress_worker() {
         }
     }
     println!(
-        "worker {id}: ops={ops} errors={} files={}",
+        "worker {id}: ops={ops} errors={} files={}{}",
         errors.len(),
-        owned.len()
+        owned.len(),
+        errors
+            .iter()
+            .take(3)
+            .map(|e| format!("; {e}"))
+            .collect::<String>()
     );
     assert!(
         errors.is_empty(),
