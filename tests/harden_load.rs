@@ -198,3 +198,50 @@ fn load_then_fds_and_memory_return_to_baseline() {
     // The tree is still what the backing store holds.
     assert_same_tree(&d.src, &d.mnt, Mode::Reject);
 }
+
+/// Out of descriptors (each inode the kernel holds is one daemon fd), a listing either shows
+/// every entry or fails: a silently shorter listing would make `rm -r`, rsync or a backup act
+/// on a wrong view of the directory.
+#[test]
+fn listing_out_of_descriptors_fails_rather_than_shrinks() {
+    let d = Daemon::start_limited("", Some(64), |src| {
+        for i in 0..200 {
+            write(&src.join(format!("f{i:03}")), b"x");
+        }
+    });
+    let mut names = Vec::new();
+    let mut error = None;
+    match fs::read_dir(&d.mnt) {
+        Ok(rd) => {
+            for e in rd {
+                match e {
+                    Ok(e) => names.push(e.file_name()),
+                    Err(e) => {
+                        error = Some(e);
+                        break;
+                    }
+                }
+            }
+        }
+        Err(e) => error = Some(e),
+    }
+    eprintln!(
+        "listing 200 entries with 64 descriptors: {} names, error {error:?}",
+        names.len()
+    );
+    match error {
+        None => assert_eq!(
+            names.len(),
+            200,
+            "a listing without error shows every entry"
+        ),
+        Some(e) => assert!(
+            matches!(e.raw_os_error(), Some(libc::EMFILE) | Some(libc::ENFILE)),
+            "{e}"
+        ),
+    }
+    // Once the kernel forgets the entries, the daemon has descriptors again.
+    drop_caches();
+    assert_eq!(read(&d.mnt.join("f199")), b"x");
+    assert_eq!(read(&d.src.join("f000")), b"x");
+}

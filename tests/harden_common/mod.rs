@@ -178,6 +178,8 @@ pub struct Daemon {
     /// The daemon's standard error.
     pub log: PathBuf,
     opts: Vec<String>,
+    /// RLIMIT_NOFILE (soft and hard) to start the daemon with, if limited.
+    nofile: Option<u64>,
     dir: tempfile::TempDir,
 }
 
@@ -186,6 +188,11 @@ impl Daemon {
     /// (comma-separated, may be empty). The temporary directory is 0755, so that other users
     /// can reach the mount when `allow_other` is given.
     pub fn start(opts: &str, populate: impl FnOnce(&Path)) -> Daemon {
+        Daemon::start_limited(opts, None, populate)
+    }
+
+    /// Like [`Daemon::start`], with the daemon's RLIMIT_NOFILE (soft and hard) set to `nofile`.
+    pub fn start_limited(opts: &str, nofile: Option<u64>, populate: impl FnOnce(&Path)) -> Daemon {
         let dir = tempfile::Builder::new()
             .prefix("utf8fs-harden-")
             .tempdir()
@@ -206,6 +213,7 @@ impl Daemon {
                 .filter(|o| !o.is_empty())
                 .map(String::from)
                 .collect(),
+            nofile,
             dir,
         };
         d.mount();
@@ -223,6 +231,22 @@ impl Daemon {
         cmd.arg(&self.src).arg(&self.mnt).arg("-f");
         if !self.opts.is_empty() {
             cmd.arg("-o").arg(self.opts.join(","));
+        }
+        if let Some(n) = self.nofile {
+            let lim = libc::rlimit {
+                rlim_cur: n,
+                rlim_max: n,
+            };
+            // SAFETY: setrlimit is async-signal-safe; lim lives in the closure.
+            unsafe {
+                std::os::unix::process::CommandExt::pre_exec(&mut cmd, move || {
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &lim) == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
         }
         let child = cmd
             .stdin(Stdio::null())
