@@ -1528,6 +1528,7 @@ impl Filesystem for Utf8Fs {
         };
         let c = &self.config.cache;
         let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        let mut added = false;
         for (i, e) in snap.entries().iter().enumerate().skip(start) {
             let name = snap.backing(e);
             let shown = os(snap.shown(e));
@@ -1540,18 +1541,24 @@ impl Filesystem for Utf8Fs {
                 if reply.add(a.ino, off, shown, &Duration::ZERO, &a, Generation(0)) {
                     break;
                 }
+                added = true;
                 continue;
             }
             let (inode, st) = match self.inodes.lookup(&dir, name) {
                 Ok(x) => x,
                 // Gone since the listing was taken: leave it out.
-                Err(_) => continue,
+                Err(e) if e.code() == libc::ENOENT => continue,
+                // Out of descriptors or memory: leaving the entry out would make the listing
+                // silently short. Fail the call, or end this batch so the next call retries.
+                Err(e) if !added => return reply.error(e),
+                Err(_) => break,
             };
             let attr = self.attr(inode.id, &st);
             if reply.add(attr.ino, off, shown, &c.entry_timeout, &attr, Generation(0)) {
                 self.inodes.forget(inode.id, 1);
                 break;
             }
+            added = true;
         }
         reply.ok();
     }
