@@ -218,6 +218,10 @@ pub struct Utf8Fs {
     passthrough: AtomicBool,
     /// Writeback caching negotiated: opens must be readable and must not append.
     writeback: AtomicBool,
+    /// `cache=auto` with FUSE_AUTO_INVAL_DATA negotiated: the kernel rereads a directory's
+    /// mtime (once its attributes expire) before serving a cached listing, and drops the
+    /// listing when the mtime changed, so listings may be cached across opens.
+    auto_dir_cache: AtomicBool,
 }
 
 type Res<T> = Result<T, Errno>;
@@ -277,6 +281,7 @@ impl Utf8Fs {
             euid: sys::geteuid(),
             passthrough: AtomicBool::new(false),
             writeback: AtomicBool::new(false),
+            auto_dir_cache: AtomicBool::new(false),
         })
     }
 
@@ -635,7 +640,7 @@ impl Utf8Fs {
 
     /// The open flags of a directory handle.
     fn dir_open_flags(&self) -> FopenFlags {
-        if self.config.cache.cache_dir {
+        if self.config.cache.cache_dir || self.auto_dir_cache.load(Ordering::Relaxed) {
             FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE
         } else {
             FopenFlags::empty()
@@ -1076,8 +1081,13 @@ impl Filesystem for Utf8Fs {
             | InitFlags::FUSE_ATOMIC_O_TRUNC;
         let _ = config.add_capabilities(caps & wanted);
         let cache = &self.config.cache;
-        if cache.auto_cache {
-            let _ = config.add_capabilities(caps & InitFlags::FUSE_AUTO_INVAL_DATA);
+        if cache.auto_cache
+            && caps.contains(InitFlags::FUSE_AUTO_INVAL_DATA)
+            && config
+                .add_capabilities(InitFlags::FUSE_AUTO_INVAL_DATA)
+                .is_ok()
+        {
+            self.auto_dir_cache.store(true, Ordering::Relaxed);
         }
         let passthrough = self.passthrough.load(Ordering::Relaxed);
         if cache.writeback
