@@ -651,16 +651,21 @@ impl Utf8Fs {
     /// file's mtime and size are what they were at its previous open; passthrough opens skip
     /// the check (the kernel then uses the backing file's own page cache).
     fn file_open_flags(&self, inode: &Inode, fd: &OwnedFd, passthrough: bool) -> FopenFlags {
-        if passthrough && !self.writeback.load(Ordering::Relaxed) {
-            // Data went straight to the backing file and no POSIX locks are held here (the
-            // kernel keeps them), so a flush would have nothing to do: skip its round trip.
-            return FopenFlags::FOPEN_NOFLUSH;
-        }
+        // Passthrough data goes straight to the backing file and no POSIX locks are held
+        // here (the kernel keeps them), so a flush would have nothing to do: skip its round trip.
+        let noflush = if passthrough && !self.writeback.load(Ordering::Relaxed) {
+            FopenFlags::FOPEN_NOFLUSH
+        } else {
+            FopenFlags::empty()
+        };
         let c = &self.config.cache;
         if c.keep_cache {
-            return FopenFlags::FOPEN_KEEP_CACHE;
+            return FopenFlags::FOPEN_KEEP_CACHE | noflush;
         }
-        if !c.auto_cache || passthrough || inode.fmt != libc::S_IFREG {
+        if passthrough {
+            return noflush;
+        }
+        if !c.auto_cache || inode.fmt != libc::S_IFREG {
             return FopenFlags::empty();
         }
         let Ok(st) = sys::stat_fd(fd.as_fd()) else {
