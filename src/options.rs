@@ -145,10 +145,11 @@ impl fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
-/// Worker threads when `-o threads=` is not given: one per CPU, at least 4 because workers block
-/// in backing-store calls, at most 16 because more only adds contention.
+/// Worker threads when `-o threads=` is not given: one per CPU, at least 2 so that one slow
+/// backing-store call does not stall every request, at most 16. Idle workers all wait on the
+/// one FUSE queue; more workers than CPUs only add wake-ups on another CPU per request.
 pub fn default_threads(cpus: usize) -> NonZeroUsize {
-    NonZeroUsize::new(cpus.clamp(4, 16)).unwrap_or(NonZeroUsize::MIN)
+    NonZeroUsize::new(cpus.clamp(2, 16)).unwrap_or(NonZeroUsize::MIN)
 }
 
 /// The `--help` text: usage, then every option on one line.
@@ -178,7 +179,7 @@ Mount options:
   auto_unmount            unmount when the daemon dies, even by kill -9 (through fusermount3)
   fsname=NAME             first field of /proc/mounts (default: the SOURCE path)
   subtype=TYPE            file system type shown as fuse.TYPE (default utf8fs)
-  threads=N               worker threads (default: one per CPU, 4 to 16)
+  threads=N               worker threads (default: one per CPU, 2 to 16)
   passthrough=on|off|auto kernel passthrough of file reads and writes (default auto)
   cache=auto|always|never kernel caching: auto (1 s, default), always (1 day, SOURCE changes only
                           through this mount), never
@@ -850,7 +851,7 @@ mod tests {
         assert!(!m.fs.passthrough);
         assert_eq!(m.passthrough, Passthrough::Off);
         assert!(mount(&["s", "m", "-opassthrough=on"]).fs.passthrough);
-        assert_eq!(default_threads(1).get(), 4);
+        assert_eq!(default_threads(1).get(), 2);
         assert_eq!(default_threads(8).get(), 8);
         assert_eq!(default_threads(128).get(), 16);
     }

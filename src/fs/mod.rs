@@ -27,9 +27,10 @@ use crate::policy::{self, Deny, Escaped, Form, NameError};
 use dir::{CachedIndex, Listing, Snapshot};
 use fuser::{
     AccessFlags, BackingId, CopyFileRangeFlags, Errno, FileAttr, FileHandle, FileType, Filesystem,
-    FopenFlags, Generation, INodeNo, InitFlags, KernelConfig, LockOwner, OpenFlags, RenameFlags,
-    ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty, ReplyEntry,
-    ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request, TimeOrNow, WriteFlags,
+    FopenFlags, Generation, INodeNo, InitFlags, IoctlFlags, KernelConfig, LockOwner, OpenFlags,
+    RenameFlags, ReplyAttr, ReplyCreate, ReplyData, ReplyDirectory, ReplyDirectoryPlus, ReplyEmpty,
+    ReplyEntry, ReplyIoctl, ReplyLseek, ReplyOpen, ReplyStatfs, ReplyWrite, ReplyXattr, Request,
+    TimeOrNow, WriteFlags,
 };
 use handles::{Handle, Handles};
 use inode::{Inode, InodeTable};
@@ -244,6 +245,10 @@ pub struct Utf8Fs {
     passthrough: AtomicBool,
     /// Writeback caching negotiated: opens must be readable and must not append.
     writeback: AtomicBool,
+    /// `cache=auto` with FUSE_AUTO_INVAL_DATA negotiated: the kernel rereads a directory's
+    /// mtime (once its attributes expire) before serving a cached listing, and drops the
+    /// listing when the mtime changed, so listings may be cached across opens.
+    auto_dir_cache: AtomicBool,
 }
 
 type Res<T> = Result<T, Errno>;
@@ -309,6 +314,7 @@ impl Utf8Fs {
             euid: sys::geteuid(),
             passthrough: AtomicBool::new(false),
             writeback: AtomicBool::new(false),
+            auto_dir_cache: AtomicBool::new(false),
         })
     }
 
@@ -606,22 +612,49 @@ impl Utf8Fs {
         Ok((inode, st))
     }
 
-    /// The shared kernel passthrough id of a regular file, creating it from `fd` (or from a
-    /// read-write reopen) when no open of the inode holds one.
+    /// Whether kernel passthrough may serve regular file `inode`.
+    fn passthrough_for(&self, inode: &Inode) -> bool {
+        self.passthrough.load(Ordering::Relaxed) && inode.fmt == libc::S_IFREG
+    }
+
+    /// Open flags for a backing open that may also become the inode's shared passthrough
+    /// file: read-write (as the shared backing must be) when no open of the inode holds one
+    /// yet, so that one open serves both. The kernel still enforces the client's access mode.
+    fn shared_open_flags(&self, inode: &Inode, flags: i32) -> i32 {
+        if self.config.read_only
+            || !self.passthrough_for(inode)
+            || flags & libc::O_ACCMODE == libc::O_RDWR
+            || flags & Self::UNSHAREABLE != 0
+            || inode.backing.lock().map_or(true, |b| b.strong_count() > 0)
+        {
+            return flags;
+        }
+        (flags & !libc::O_ACCMODE) | libc::O_RDWR
+    }
+
+    /// Open flags that would change how every other open of the inode reads or writes if its
+    /// fd became the shared passthrough file.
+    const UNSHAREABLE: i32 = libc::O_APPEND | libc::O_DIRECT | libc::O_SYNC | libc::O_DSYNC;
+
+    /// The shared kernel passthrough id of a regular file, creating it from `fd` when no open
+    /// of the inode holds one. `flags` are those `fd` was opened with: a plain read-write fd
+    /// is used as is, any other is replaced by a read-write reopen when one is possible.
     fn backing_id(
         &self,
         inode: &Inode,
         fd: &OwnedFd,
+        flags: i32,
         open: impl Fn(&OwnedFd) -> io::Result<BackingId>,
     ) -> Option<Arc<BackingId>> {
-        if !self.passthrough.load(Ordering::Relaxed) || inode.fmt != libc::S_IFREG {
+        if !self.passthrough_for(inode) {
             return None;
         }
         let mut slot = inode.backing.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(id) = slot.upgrade() {
             return Some(id);
         }
-        let rw = if self.config.read_only {
+        let shareable = flags & libc::O_ACCMODE == libc::O_RDWR && flags & Self::UNSHAREABLE == 0;
+        let rw = if self.config.read_only || shareable {
             None
         } else {
             inode
@@ -648,7 +681,7 @@ impl Utf8Fs {
 
     /// The open flags of a directory handle.
     fn dir_open_flags(&self) -> FopenFlags {
-        if self.config.cache.cache_dir {
+        if self.config.cache.cache_dir || self.auto_dir_cache.load(Ordering::Relaxed) {
             FopenFlags::FOPEN_CACHE_DIR | FopenFlags::FOPEN_KEEP_CACHE
         } else {
             FopenFlags::empty()
@@ -659,11 +692,21 @@ impl Utf8Fs {
     /// file's mtime and size are what they were at its previous open; passthrough opens skip
     /// the check (the kernel then uses the backing file's own page cache).
     fn file_open_flags(&self, inode: &Inode, fd: &OwnedFd, passthrough: bool) -> FopenFlags {
+        // Passthrough data goes straight to the backing file and no POSIX locks are held
+        // here (the kernel keeps them), so a flush would have nothing to do: skip its round trip.
+        let noflush = if passthrough && !self.writeback.load(Ordering::Relaxed) {
+            FopenFlags::FOPEN_NOFLUSH
+        } else {
+            FopenFlags::empty()
+        };
         let c = &self.config.cache;
         if c.keep_cache {
-            return FopenFlags::FOPEN_KEEP_CACHE;
+            return FopenFlags::FOPEN_KEEP_CACHE | noflush;
         }
-        if !c.auto_cache || passthrough || inode.fmt != libc::S_IFREG {
+        if passthrough {
+            return noflush;
+        }
+        if !c.auto_cache || inode.fmt != libc::S_IFREG {
             return FopenFlags::empty();
         }
         let Ok(st) = sys::stat_fd(fd.as_fd()) else {
@@ -927,7 +970,9 @@ impl Utf8Fs {
         Ok(self.attr(inode.id, &st))
     }
 
-    fn do_open(&self, inode: &Inode, flags: i32) -> Res<OwnedFd> {
+    /// Opens the backing file of `inode` for a client's open; returns the fd and the flags it
+    /// was opened with.
+    fn do_open(&self, inode: &Inode, flags: i32) -> Res<(OwnedFd, i32)> {
         if inode.is_symlink() {
             return Err(Errno::ELOOP);
         }
@@ -935,12 +980,20 @@ impl Utf8Fs {
         if (acc != libc::O_RDONLY || flags & libc::O_TRUNC != 0) && self.config.read_only {
             return Err(Errno::EROFS);
         }
-        match sys::reopen(inode.fd()?.as_fd(), self.backing_flags(flags)) {
+        let wanted = self.backing_flags(flags);
+        let shared = self.shared_open_flags(inode, wanted);
+        if shared != wanted {
+            if let Ok(fd) = sys::reopen(inode.fd()?.as_fd(), shared) {
+                return Ok((fd, shared));
+            }
+        }
+        match sys::reopen(inode.fd()?.as_fd(), wanted) {
             // Writeback wanted read access the caller may not have: open as asked.
             Err(e) if e.code() == libc::EACCES && acc == libc::O_WRONLY => {
-                sys::reopen(inode.fd()?.as_fd(), flags & !libc::O_NOCTTY)
+                let flags = flags & !libc::O_NOCTTY;
+                sys::reopen(inode.fd()?.as_fd(), flags).map(|fd| (fd, flags))
             }
-            r => r,
+            r => r.map(|fd| (fd, wanted)),
         }
     }
 
@@ -1084,8 +1137,13 @@ impl Filesystem for Utf8Fs {
             | InitFlags::FUSE_ATOMIC_O_TRUNC;
         let _ = config.add_capabilities(caps & wanted);
         let cache = &self.config.cache;
-        if cache.auto_cache {
-            let _ = config.add_capabilities(caps & InitFlags::FUSE_AUTO_INVAL_DATA);
+        if cache.auto_cache
+            && caps.contains(InitFlags::FUSE_AUTO_INVAL_DATA)
+            && config
+                .add_capabilities(InitFlags::FUSE_AUTO_INVAL_DATA)
+                .is_ok()
+        {
+            self.auto_dir_cache.store(true, Ordering::Relaxed);
         }
         let passthrough = self.passthrough.load(Ordering::Relaxed);
         if cache.writeback
@@ -1358,8 +1416,8 @@ impl Filesystem for Utf8Fs {
     fn open(&self, _req: &Request, ino: INodeNo, flags: OpenFlags, reply: ReplyOpen) {
         let r = (|| {
             let inode = self.inode(ino)?;
-            let fd = self.do_open(&inode, flags.0)?;
-            let backing = self.backing_id(&inode, &fd, |f| reply.open_backing(f));
+            let (fd, fd_flags) = self.do_open(&inode, flags.0)?;
+            let backing = self.backing_id(&inode, &fd, fd_flags, |f| reply.open_backing(f));
             Ok::<_, Errno>((inode, fd, backing))
         })();
         match r {
@@ -1716,18 +1774,31 @@ impl Filesystem for Utf8Fs {
                 None => shown,
             };
             sys::clear_thread_umask();
-            let fd = sys::openat(
-                parent.fd()?.as_fd(),
-                &name,
-                self.backing_flags(flags | libc::O_CREAT | libc::O_NOFOLLOW),
-                mode,
-            )?;
+            let wanted = self.backing_flags(flags | libc::O_CREAT | libc::O_NOFOLLOW);
+            // A new file is opened read-write whatever the mode (the kernel checks no access
+            // on the open that creates it), so that fd can serve as the passthrough backing.
+            let shared = if self.passthrough.load(Ordering::Relaxed)
+                && !self.config.read_only
+                && wanted & Self::UNSHAREABLE == 0
+            {
+                (wanted & !libc::O_ACCMODE) | libc::O_RDWR
+            } else {
+                wanted
+            };
+            let (fd, fd_flags) = match sys::openat(parent.fd()?.as_fd(), &name, shared, mode) {
+                // An existing file the daemon may not read: open it as asked.
+                Err(e) if e.code() == libc::EACCES && shared != wanted => (
+                    sys::openat(parent.fd()?.as_fd(), &name, wanted, mode)?,
+                    wanted,
+                ),
+                r => (r?, shared),
+            };
             let (inode, st) = self.finish_new(req, &parent, &name, mode)?;
-            Ok::<_, Errno>((fd, inode, st))
+            Ok::<_, Errno>((fd, fd_flags, inode, st))
         })();
         match r {
-            Ok((fd, inode, st)) => {
-                let backing = self.backing_id(&inode, &fd, |f| reply.open_backing(f));
+            Ok((fd, fd_flags, inode, st)) => {
+                let backing = self.backing_id(&inode, &fd, fd_flags, |f| reply.open_backing(f));
                 let attr = self.attr(inode.id, &st);
                 let c = &self.config.cache;
                 let flags = self.file_open_flags(&inode, &fd, backing.is_some());
@@ -1772,6 +1843,22 @@ impl Filesystem for Utf8Fs {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }
+    }
+
+    /// No ioctl is passed through: every one is answered "not a terminal" (ENOTTY) at once.
+    /// Each stdio `isatty` probe on an open file arrives here, so this must stay silent.
+    fn ioctl(
+        &self,
+        _req: &Request,
+        _ino: INodeNo,
+        _fh: FileHandle,
+        _flags: IoctlFlags,
+        _cmd: u32,
+        _in_data: &[u8],
+        _out_size: u32,
+        reply: ReplyIoctl,
+    ) {
+        reply.error(Errno::ENOTTY);
     }
 
     fn lseek(
