@@ -3,77 +3,17 @@
 //! must return only once the mount answers; `-f` must unmount cleanly on SIGINT/SIGTERM; and
 //! `mount -t fuse.utf8fs` must work through mount.fuse3.
 
+mod cli_common;
+
+use cli_common::*;
 use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-const BIN: &str = env!("CARGO_BIN_EXE_utf8fs");
 const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
-
-/// A temporary SOURCE and MOUNTPOINT; unmounts whatever is left on drop.
-struct Dirs {
-    _tmp: tempfile::TempDir,
-    root: PathBuf,
-    src: PathBuf,
-    mnt: PathBuf,
-}
-
-impl Dirs {
-    fn new() -> Dirs {
-        let tmp = tempfile::Builder::new()
-            .prefix("utf8fs-cli-")
-            .tempdir()
-            .unwrap();
-        let root = tmp.path().canonicalize().unwrap();
-        let src = root.join("src");
-        let mnt = root.join("mnt");
-        std::fs::create_dir(&src).unwrap();
-        std::fs::create_dir(&mnt).unwrap();
-        std::fs::write(src.join("hello.txt"), b"hi\n").unwrap();
-        Dirs {
-            _tmp: tmp,
-            root,
-            src,
-            mnt,
-        }
-    }
-
-    fn utf8fs(&self, extra: &[&str]) -> Output {
-        Command::new(BIN)
-            .arg(&self.src)
-            .arg(&self.mnt)
-            .args(extra)
-            .output()
-            .unwrap()
-    }
-}
-
-impl Drop for Dirs {
-    fn drop(&mut self) {
-        for _ in 0..5 {
-            if mounts_at(&self.mnt).is_empty() {
-                return;
-            }
-            let _ = Command::new("umount").arg("-l").arg(&self.mnt).status();
-        }
-    }
-}
-
-/// The file system types mounted exactly at `path`, from /proc/self/mountinfo.
-fn mounts_at(path: &Path) -> Vec<String> {
-    let info = std::fs::read_to_string("/proc/self/mountinfo").unwrap();
-    let path = path.to_str().unwrap();
-    info.lines()
-        .filter_map(|line| {
-            let fields: Vec<&str> = line.split(' ').collect();
-            let dash = fields.iter().position(|f| *f == "-")?;
-            (fields.get(4) == Some(&path)).then(|| fields.get(dash + 1).unwrap_or(&"").to_string())
-        })
-        .collect()
-}
 
 fn statfs_type(path: &Path) -> std::io::Result<i64> {
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).unwrap();
@@ -83,62 +23,6 @@ fn statfs_type(path: &Path) -> std::io::Result<i64> {
     } else {
         Err(std::io::Error::last_os_error())
     }
-}
-
-fn stderr_line(out: &Output) -> String {
-    let text = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert_eq!(
-        text.lines().count(),
-        1,
-        "expected one error line, got {text:?}"
-    );
-    assert!(text.ends_with('\n'));
-    text.trim_end().to_owned()
-}
-
-fn wait_timeout(child: &mut Child, limit: Duration) -> ExitStatus {
-    let start = Instant::now();
-    loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            panic!("utf8fs did not exit within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let start = Instant::now();
-    while !done() {
-        assert!(
-            start.elapsed() < Duration::from_secs(10),
-            "timed out waiting for {what}"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
-/// Pids of utf8fs daemons whose command line names `mnt`.
-fn daemons_of(mnt: &Path) -> Vec<i32> {
-    let mut pids = Vec::new();
-    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
-        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
-            continue;
-        };
-        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-            continue;
-        };
-        let args: Vec<&[u8]> = cmdline.split(|&b| b == 0).collect();
-        if args.first().is_some_and(|a| a.ends_with(b"utf8fs"))
-            && args.iter().any(|a| *a == mnt.as_os_str().as_bytes())
-        {
-            pids.push(pid);
-        }
-    }
-    pids
 }
 
 #[test]

@@ -20,24 +20,6 @@ fn small_budget() -> Mount {
     Mount::with(Mode::Reject, |_| {}, |c| c.fd_budget = BUDGET)
 }
 
-fn drop_caches() {
-    if let Err(e) = fs::write("/proc/sys/vm/drop_caches", "3") {
-        panic!("write /proc/sys/vm/drop_caches (needs root): {e}");
-    }
-}
-
-/// Drops caches repeatedly (up to 30 s) until `done` holds.
-fn settle(mut done: impl FnMut() -> bool) -> bool {
-    for _ in 0..300 {
-        drop_caches();
-        if done() {
-            return true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    false
-}
-
 /// `statx` asking the filesystem, not the kernel's attribute cache, about what `fd` refers to.
 fn statx_sync(fd: &OwnedFd) -> std::io::Result<libc::statx> {
     let mut stx: libc::statx = unsafe { std::mem::zeroed() };

@@ -367,24 +367,6 @@ fn open_fds() -> usize {
         .unwrap_or(0)
 }
 
-fn drop_caches() {
-    if let Err(e) = fs::write("/proc/sys/vm/drop_caches", "2") {
-        panic!("write /proc/sys/vm/drop_caches (needs root): {e}");
-    }
-}
-
-/// Waits (up to 30 s, dropping caches repeatedly) until `done` holds.
-fn settle(mut done: impl FnMut() -> bool) -> bool {
-    for _ in 0..300 {
-        drop_caches();
-        if done() {
-            return true;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    false
-}
-
 #[test]
 fn inodes_released_after_forget() {
     let _g = serial();

@@ -506,3 +506,25 @@ pub fn snapshot(root: &Path) -> Vec<(Vec<u8>, char, Vec<u8>)> {
 pub fn show(name: &[u8]) -> String {
     utf8fs::policy::Escaped(name).to_string()
 }
+
+/// `sync`, then makes the kernel drop its dentry, inode and page caches, as memory pressure
+/// would: it sends FORGET for every inode no longer in use. Needs root.
+pub fn drop_caches() {
+    // SAFETY: sync takes no arguments.
+    unsafe { libc::sync() };
+    if let Err(e) = std::fs::write("/proc/sys/vm/drop_caches", "3") {
+        panic!("write /proc/sys/vm/drop_caches (needs root): {e}");
+    }
+}
+
+/// Drops caches repeatedly (up to 30 s) until `done` holds; false if it never did.
+pub fn settle(mut done: impl FnMut() -> bool) -> bool {
+    for _ in 0..300 {
+        drop_caches();
+        if done() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    false
+}

@@ -142,16 +142,6 @@ pub fn assert_same_tree(src: &Path, mnt: &Path, mode: Mode) -> usize {
     want.len()
 }
 
-/// `sync`, then makes the kernel drop its dentry and inode caches, so it sends FORGET for every
-/// inode no longer in use.
-pub fn drop_caches() {
-    // SAFETY: sync takes no arguments.
-    unsafe { libc::sync() };
-    if let Err(e) = fs::write("/proc/sys/vm/drop_caches", "3") {
-        panic!("write /proc/sys/vm/drop_caches (needs root): {e}");
-    }
-}
-
 /// Polls `done` every 50 ms for up to `limit`; whether it came true. Only a bound on waiting
 /// for something that must happen, never an assertion about speed.
 pub fn wait_for(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
