@@ -193,7 +193,10 @@ fn kill_9_during_writes_and_renames() {
     d.stop();
 }
 
+/// Not in the default run: fusermount3 3.14 now and then leaves the dead mount in place when
+/// the daemon dies with requests in flight (about 1 run in 30 here); `scripts/crash` runs it.
 #[test]
+#[ignore = "fusermount3 auto_unmount after kill -9 is racy (about 1 run in 30); scripts/crash runs it"]
 fn auto_unmount_cleans_up_after_kill_9_under_load() {
     let mut d = Daemon::start("auto_unmount", populate);
     let seen = crash(&mut d);
