@@ -933,18 +933,15 @@ impl Utf8Fs {
         if mode.is_some() || uid.is_some() || gid.is_some() || size.is_some() {
             self.writable()?;
         }
+        let path_fd = inode.fd()?;
         if let Some(mode) = mode {
             if inode.is_symlink() {
                 return Err(Errno::EOPNOTSUPP);
             }
-            sys::chmod_fd(inode.fd()?.as_fd(), mode & 0o7777)?;
+            sys::chmod_fd(path_fd.as_fd(), mode & 0o7777)?;
         }
         if uid.is_some() || gid.is_some() {
-            sys::chown_fd(
-                inode.fd()?.as_fd(),
-                uid.unwrap_or(NO_ID),
-                gid.unwrap_or(NO_ID),
-            )?;
+            sys::chown_fd(path_fd.as_fd(), uid.unwrap_or(NO_ID), gid.unwrap_or(NO_ID))?;
         }
         if let Some(size) = size {
             match fh.and_then(|fh| self.handles.get(fh.0)) {
@@ -956,7 +953,7 @@ impl Utf8Fs {
                     if inode.fmt != libc::S_IFREG {
                         return Err(Errno::EINVAL);
                     }
-                    let fd = sys::reopen(inode.fd()?.as_fd(), libc::O_WRONLY)?;
+                    let fd = sys::reopen(path_fd.as_fd(), libc::O_WRONLY)?;
                     sys::ftruncate(fd.as_fd(), size)?;
                 }
             }
@@ -964,9 +961,9 @@ impl Utf8Fs {
         if atime.is_some() || mtime.is_some() {
             self.writable()?;
             let times = [timespec(atime), timespec(mtime)];
-            sys::utimens_fd(inode.fd()?.as_fd(), &times, inode.is_symlink())?;
+            sys::utimens_fd(path_fd.as_fd(), &times, inode.is_symlink())?;
         }
-        let st = sys::stat_fd(inode.fd()?.as_fd())?;
+        let st = sys::stat_fd(path_fd.as_fd())?;
         Ok(self.attr(inode.id, &st))
     }
 
@@ -1785,12 +1782,12 @@ impl Filesystem for Utf8Fs {
             } else {
                 wanted
             };
-            let (fd, fd_flags) = match sys::openat(parent.fd()?.as_fd(), &name, shared, mode) {
+            let dir_fd = parent.fd()?;
+            let (fd, fd_flags) = match sys::openat(dir_fd.as_fd(), &name, shared, mode) {
                 // An existing file the daemon may not read: open it as asked.
-                Err(e) if e.code() == libc::EACCES && shared != wanted => (
-                    sys::openat(parent.fd()?.as_fd(), &name, wanted, mode)?,
-                    wanted,
-                ),
+                Err(e) if e.code() == libc::EACCES && shared != wanted => {
+                    (sys::openat(dir_fd.as_fd(), &name, wanted, mode)?, wanted)
+                }
                 r => (r?, shared),
             };
             let (inode, st) = self.finish_new(req, &parent, &name, mode)?;
