@@ -456,6 +456,7 @@ impl Opts {
         let mut fs = FsConfig::new(source.clone(), Mapper::new(mode));
         fs.read_only = fuse.read_only;
         fs.allow_other = fuse.allow_other;
+        fs.kernel_permissions = fuse.default_permissions;
         fs.passthrough = passthrough != Passthrough::Off;
         fs.cache = cache;
         fs.deny = self.deny;

@@ -355,6 +355,49 @@ def apply_nofile(n: int | None) -> None:
     NOFILE = n
 
 
+class BackingImage:
+    """A fresh journaled ext4 filesystem in a sparse image file, loop-mounted with direct I/O.
+
+    Every target's SOURCE lives on it, so all of them meet the same, ordinary backing store:
+    mkfs.ext4 defaults (journal on), inode tables written at mkfs time (no lazy-init thread
+    working in the background), and direct I/O on the loop device so that drop_caches leaves
+    nothing of it cached in the page cache of the file below.
+    """
+
+    def __init__(self, work: Path, size_gib: int):
+        self.image = work / "backing-ext4.img"
+        self.path = work / "backing"
+        self.loop: str | None = None
+        self.size_gib = size_gib
+
+    def __enter__(self) -> "BackingImage":
+        self.detach()
+        self.image.unlink(missing_ok=True)
+        with open(self.image, "wb") as f:
+            f.truncate(self.size_gib << 30)
+        run(["mkfs.ext4", "-q", "-F", "-E", "lazy_itable_init=0,lazy_journal_init=0", str(self.image)])
+        r = subprocess.run(["losetup", "-f", "--show", "--direct-io=on", str(self.image)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            raise RuntimeError(f"losetup {self.image}: {r.stderr.strip()}")
+        self.loop = r.stdout.strip()
+        self.path.mkdir(parents=True, exist_ok=True)
+        run(["mount", self.loop, str(self.path)])
+        return self
+
+    def detach(self) -> None:
+        """Unmount and free a mount and loop device left by this or an earlier run."""
+        if is_mounted(self.path):
+            subprocess.run(["umount", str(self.path)], stderr=subprocess.DEVNULL)
+        r = subprocess.run(["losetup", "-j", str(self.image)], capture_output=True, text=True)
+        for line in r.stdout.splitlines():
+            subprocess.run(["losetup", "-d", line.split(":", 1)[0]], stderr=subprocess.DEVNULL)
+
+    def __exit__(self, *_exc) -> None:
+        self.detach()
+        self.image.unlink(missing_ok=True)
+
+
 def describe_error(e: BaseException) -> str:
     """One line for a workload that failed on a target: errno text, or the command's error."""
     if isinstance(e, OSError):

@@ -148,10 +148,34 @@ pub struct CachedIndex {
     pub unsure: bool,
 }
 
-/// The cache slot of a directory inode.
+/// The cache slot of a directory inode, and the listings read without a handle.
 #[derive(Default)]
 pub struct DirCache {
     slot: Mutex<Option<Arc<CachedIndex>>>,
+    streams: Mutex<Streams>,
+}
+
+/// Listings served to readers that have no directory handle (the kernel opens directories
+/// without asking when `opendir` answers ENOSYS). Each reader that starts at offset 0 gets its
+/// own listing, told apart by the epoch in the high 32 bits of the offsets it is given.
+#[derive(Default)]
+struct Streams {
+    last: u32,
+    open: Vec<(u32, Arc<Snapshot>)>,
+}
+
+/// Listings kept per directory for handle-less readers; a reader that stops early leaves its
+/// listing behind until this many newer ones push it out.
+const STREAMS: usize = 4;
+
+/// The readdir offset of the entry at `index` in the listing of `epoch`.
+pub fn stream_offset(epoch: u32, index: usize) -> u64 {
+    (u64::from(epoch) << 32) | (index as u64 + 1)
+}
+
+/// The epoch and the index to resume at of a handle-less readdir offset.
+pub fn split_offset(offset: u64) -> (u32, usize) {
+    ((offset >> 32) as u32, (offset & 0xffff_ffff) as usize)
 }
 
 /// How recent a change must be for coarse timestamps to hide a following one.
@@ -171,6 +195,33 @@ impl DirCache {
         let c = slot.as_ref()?;
         let (m, ct) = times(st);
         (c.mtime == m && c.ctime == ct).then(|| Arc::clone(c))
+    }
+
+    /// The listing a handle-less reader of `epoch` is part way through.
+    pub fn stream(&self, epoch: u32) -> Option<Arc<Snapshot>> {
+        let st = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        st.open
+            .iter()
+            .find(|(e, _)| *e == epoch)
+            .map(|(_, s)| Arc::clone(s))
+    }
+
+    /// Keeps `snap` for a new handle-less reader and returns its epoch (never 0).
+    pub fn begin_stream(&self, snap: Arc<Snapshot>) -> u32 {
+        let mut st = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        st.last = st.last.checked_add(1).unwrap_or(1);
+        let epoch = st.last;
+        if st.open.len() >= STREAMS {
+            st.open.remove(0);
+        }
+        st.open.push((epoch, snap));
+        epoch
+    }
+
+    /// Drops the listing of a reader that reached its end.
+    pub fn end_stream(&self, epoch: u32) {
+        let mut st = self.streams.lock().unwrap_or_else(|e| e.into_inner());
+        st.open.retain(|(e, _)| *e != epoch);
     }
 
     /// Forgets the cached index (after a change made through the mount).

@@ -25,6 +25,7 @@ mod sys;
 use crate::mapping::{Mapper, Mode};
 use crate::policy::{self, Deny, Escaped, Form, NameError};
 use dir::{CachedIndex, Listing, Snapshot};
+use std::os::fd::BorrowedFd;
 use fuser::{
     AccessFlags, BackingId, CopyFileRangeFlags, Errno, FileAttr, FileHandle, FileType, Filesystem,
     FopenFlags, Generation, INodeNo, InitFlags, IoctlFlags, KernelConfig, LockOwner, OpenFlags,
@@ -136,6 +137,9 @@ pub struct FsConfig {
     pub read_only: bool,
     /// Other users may use the mount (`-o allow_other`): new files get the caller's owner.
     pub allow_other: bool,
+    /// The kernel checks permissions from the file modes (`-o default_permissions`, implied
+    /// by `allow_other`), so an open needs no check from the daemon.
+    pub kernel_permissions: bool,
     /// Kernel FUSE passthrough for regular files when available (`-o passthrough=`).
     pub passthrough: bool,
     /// Kernel caching (`-o cache=`).
@@ -177,6 +181,7 @@ impl FsConfig {
             mapper,
             read_only: false,
             allow_other: false,
+            kernel_permissions: false,
             passthrough: true,
             cache: CachePolicy::default(),
             deny: Deny::NONE,
@@ -252,6 +257,39 @@ pub struct Utf8Fs {
 }
 
 type Res<T> = Result<T, Errno>;
+
+/// Where a readdir continues (see [`Utf8Fs::listing_at`]).
+struct Cursor {
+    snap: Arc<Snapshot>,
+    /// Index of the first entry to send.
+    start: usize,
+    /// The stream of a handle-less reader.
+    epoch: Option<u32>,
+}
+
+impl Cursor {
+    /// The offset that resumes after entry `i`.
+    fn offset(&self, i: usize) -> u64 {
+        match self.epoch {
+            Some(e) => dir::stream_offset(e, i),
+            None => i as u64 + 1,
+        }
+    }
+
+    /// The entries still to send, with their indexes.
+    fn rest(&self) -> impl Iterator<Item = (usize, &dir::Entry)> {
+        self.snap.entries().iter().enumerate().skip(self.start)
+    }
+
+    /// A handle-less reader past the end is done with its listing.
+    fn finish(&self, dir: &Inode) {
+        if let Some(e) = self.epoch {
+            if self.start >= self.snap.entries().len() {
+                dir.dir.end_stream(e);
+            }
+        }
+    }
+}
 
 const NO_ID: u32 = u32::MAX;
 
@@ -679,6 +717,15 @@ impl Utf8Fs {
         }
     }
 
+    /// Directories are opened without a handle: `opendir` answers ENOSYS, after which the
+    /// kernel opens directories without asking and caches their listings itself (as
+    /// FOPEN_CACHE_DIR would), saving a round trip per open. Only when listings may be cached
+    /// and the daemon needs no say at open: the kernel checks permissions, or the daemon is
+    /// root and so could read any directory anyway.
+    fn handleless_dirs(&self) -> bool {
+        !self.dir_open_flags().is_empty() && (self.config.kernel_permissions || self.euid == 0)
+    }
+
     /// The open flags of a directory handle.
     fn dir_open_flags(&self) -> FopenFlags {
         if self.config.cache.cache_dir || self.auto_dir_cache.load(Ordering::Relaxed) {
@@ -744,8 +791,58 @@ impl Utf8Fs {
                 return Ok(Arc::clone(s));
             }
         }
+        let snap = Arc::new(self.read_listing(dir, h.fd())?);
+        *slot = Some(Arc::clone(&snap));
+        Ok(snap)
+    }
+
+    /// Where a readdir continues: the listing, the index of the first entry to send, and how
+    /// entry offsets are made. With a handle (`fh` ≠ 0) the listing is the handle's and entry
+    /// `i` has offset `i + 1`; without one (see [`Utf8Fs::handleless_dirs`]) it is one of the
+    /// directory's streams, named by the high half of the offset.
+    fn listing_at(&self, dir: &Inode, fh: FileHandle, offset: u64) -> Res<Cursor> {
+        if fh.0 != 0 {
+            let h = self.handle(fh)?;
+            let snap = self.snapshot(dir, &h, offset)?;
+            let start = usize::try_from(offset).unwrap_or(usize::MAX);
+            return Ok(Cursor {
+                snap,
+                start,
+                epoch: None,
+            });
+        }
+        let (epoch, start) = dir::split_offset(offset);
+        if offset != 0 {
+            if let Some(snap) = dir.dir.stream(epoch) {
+                return Ok(Cursor {
+                    snap,
+                    start,
+                    epoch: Some(epoch),
+                });
+            }
+        }
+        // A new reader, or one whose listing was pushed out: read the directory again (the
+        // index still resumes where it was, as a telldir cookie would).
+        let fd = sys::openat(
+            dir.fd()?.as_fd(),
+            b".",
+            libc::O_RDONLY | libc::O_DIRECTORY,
+            0,
+        )?;
+        let snap = Arc::new(self.read_listing(dir, fd.as_fd())?);
+        let epoch = dir.dir.begin_stream(Arc::clone(&snap));
+        Ok(Cursor {
+            snap,
+            start,
+            epoch: Some(epoch),
+        })
+    }
+
+    /// Reads the directory open as `fd` and makes what clients see of it, logging malformed
+    /// names.
+    fn read_listing(&self, dir: &Inode, fd: BorrowedFd<'_>) -> Res<Snapshot> {
         let st = sys::stat_fd(dir.fd()?.as_fd())?;
-        let listing = Listing::read(h.fd())?;
+        let listing = Listing::read(fd)?;
         let mapper = &self.config.mapper;
         let snap = if mapper.normalizes() {
             let cached = dir.dir.store(mapper, &listing, &st);
@@ -784,8 +881,6 @@ impl Utf8Fs {
                 |n| self.log_name(dir, n, Logged::Hidden),
             )
         };
-        let snap = Arc::new(snap);
-        *slot = Some(Arc::clone(&snap));
         Ok(snap)
     }
 
@@ -1519,6 +1614,9 @@ impl Filesystem for Utf8Fs {
     }
 
     fn opendir(&self, _req: &Request, ino: INodeNo, _flags: OpenFlags, reply: ReplyOpen) {
+        if self.handleless_dirs() {
+            return reply.error(Errno::ENOSYS);
+        }
         let r = self.inode(ino).and_then(|i| {
             sys::openat(i.fd()?.as_fd(), b".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
         });
@@ -1541,25 +1639,25 @@ impl Filesystem for Utf8Fs {
     ) {
         let r = (|| {
             let dir = self.inode(ino)?;
-            let h = self.handle(fh)?;
-            let snap = self.snapshot(&dir, &h, offset)?;
-            Ok::<_, Errno>(snap)
+            let cur = self.listing_at(&dir, fh, offset)?;
+            Ok::<_, Errno>((dir, cur))
         })();
-        let snap = match r {
+        let (dir, cur) = match r {
             Ok(s) => s,
             Err(e) => return reply.error(e),
         };
-        let start = usize::try_from(offset).unwrap_or(usize::MAX);
-        for (i, e) in snap.entries().iter().enumerate().skip(start) {
+        let snap = &cur.snap;
+        for (i, e) in cur.rest() {
             if reply.add(
                 INodeNo(e.ino),
-                i as u64 + 1,
+                cur.offset(i),
                 dtype_kind(e.dtype),
                 os(snap.shown(e)),
             ) {
                 break;
             }
         }
+        cur.finish(&dir);
         reply.ok();
     }
 
@@ -1573,21 +1671,20 @@ impl Filesystem for Utf8Fs {
     ) {
         let r = (|| {
             let dir = self.inode(ino)?;
-            let h = self.handle(fh)?;
-            let snap = self.snapshot(&dir, &h, offset)?;
-            Ok::<_, Errno>((dir, snap))
+            let cur = self.listing_at(&dir, fh, offset)?;
+            Ok::<_, Errno>((dir, cur))
         })();
-        let (dir, snap) = match r {
+        let (dir, cur) = match r {
             Ok(s) => s,
             Err(e) => return reply.error(e),
         };
         let c = &self.config.cache;
-        let start = usize::try_from(offset).unwrap_or(usize::MAX);
+        let snap = &cur.snap;
         let mut added = false;
-        for (i, e) in snap.entries().iter().enumerate().skip(start) {
+        for (i, e) in cur.rest() {
             let name = snap.backing(e);
             let shown = os(snap.shown(e));
-            let off = i as u64 + 1;
+            let off = cur.offset(i);
             if name == b"." || name == b".." {
                 // The kernel ignores the attributes of these and counts no reference.
                 let mut a = negative_attr();
@@ -1615,6 +1712,7 @@ impl Filesystem for Utf8Fs {
             }
             added = true;
         }
+        cur.finish(&dir);
         reply.ok();
     }
 
@@ -1633,12 +1731,26 @@ impl Filesystem for Utf8Fs {
     fn fsyncdir(
         &self,
         _req: &Request,
-        _ino: INodeNo,
+        ino: INodeNo,
         fh: FileHandle,
         datasync: bool,
         reply: ReplyEmpty,
     ) {
-        match self.handle(fh).and_then(|h| sys::fsync(h.fd(), datasync)) {
+        let r = if fh.0 == 0 {
+            // Opened without a handle (see handleless_dirs).
+            self.inode(ino).and_then(|i| {
+                let fd = sys::openat(
+                    i.fd()?.as_fd(),
+                    b".",
+                    libc::O_RDONLY | libc::O_DIRECTORY,
+                    0,
+                )?;
+                sys::fsync(fd.as_fd(), datasync)
+            })
+        } else {
+            self.handle(fh).and_then(|h| sys::fsync(h.fd(), datasync))
+        };
+        match r {
             Ok(()) => reply.ok(),
             Err(e) => reply.error(e),
         }

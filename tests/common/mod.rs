@@ -89,6 +89,8 @@ impl Mount {
         fs::create_dir(&mnt).expect("create mnt");
         populate(&src);
         let mut config = FsConfig::new(src.clone(), Mapper::new(mode));
+        // The harness mounts with default_permissions (below).
+        config.kernel_permissions = true;
         tweak(&mut config);
         let mut m = Mount {
             session: None,
