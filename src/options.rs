@@ -181,8 +181,9 @@ Mount options:
   subtype=TYPE            file system type shown as fuse.TYPE (default utf8fs)
   threads=N               worker threads (default: one per CPU, 2 to 16)
   passthrough=on|off|auto kernel passthrough of file reads and writes (default auto)
-  cache=auto|always|never kernel caching: auto (1 s, default), always (1 day, SOURCE changes only
-                          through this mount), never
+  cache=auto|always|never kernel caching: auto (until changed while SOURCE can be watched, else
+                          1 s; default), always (1 day, SOURCE changes only through this mount),
+                          never
   entry_timeout=SECS      how long a name lookup is cached (overrides cache=)
   attr_timeout=SECS       how long attributes are cached (overrides cache=)
   negative_timeout=SECS   how long a missing name is cached (overrides cache=)
@@ -451,14 +452,21 @@ impl Opts {
         cache.entry_timeout = self.entry_timeout.unwrap_or(cache.entry_timeout);
         cache.attr_timeout = self.attr_timeout.unwrap_or(cache.attr_timeout);
         cache.negative_timeout = self.negative_timeout.unwrap_or(cache.negative_timeout);
+        // Explicit timeouts are the user's to choose: keep them as given.
+        cache.watch &= self.entry_timeout.is_none() && self.attr_timeout.is_none();
         let passthrough = self.passthrough.unwrap_or(Passthrough::Auto);
         let debug = debug || self.debug;
         let mut fs = FsConfig::new(source.clone(), Mapper::new(mode));
         fs.read_only = fuse.read_only;
         fs.allow_other = fuse.allow_other;
         fs.kernel_permissions = fuse.default_permissions;
+        // fusermount3's check for a dead daemon (auto_unmount) must reach the daemon: no
+        // handle-less directory opens, and no watch (whose teardown delays the connection's
+        // end past that check).
+        fs.dir_handles = fuse.auto_unmount;
         fs.passthrough = passthrough != Passthrough::Off;
         fs.cache = cache;
+        fs.cache.watch &= !fuse.auto_unmount;
         fs.deny = self.deny;
         fs.unicode = self.unicode;
         Ok(Invocation::Mount(Box::new(MountArgs {

@@ -50,7 +50,11 @@ impl Dir {
             return None;
         }
         // SAFETY: d_name is NUL-terminated within the dirent readdir returned.
-        Some(unsafe { CStr::from_ptr((*ent).d_name.as_ptr()) }.to_bytes().to_vec())
+        Some(
+            unsafe { CStr::from_ptr((*ent).d_name.as_ptr()) }
+                .to_bytes()
+                .to_vec(),
+        )
     }
 
     fn tell(&mut self) -> libc::c_long {
@@ -82,7 +86,11 @@ fn expected(m: &Mount) -> Vec<Vec<u8>> {
 fn interleaved(cache: CachePolicy) {
     let m = mount(3000, cache);
     let want = expected(&m);
-    assert_eq!(want.len(), 3000 + MALFORMED.len() + 2, "'.', '..' and every entry");
+    assert_eq!(
+        want.len(),
+        3000 + MALFORMED.len() + 2,
+        "'.', '..' and every entry"
+    );
     // Drop what the first listing cached so the readers below reach the daemon together.
     drop_caches();
     let mut dirs: Vec<Dir> = (0..7).map(|_| Dir::open(&m.mnt_path(b"d"))).collect();
@@ -108,7 +116,12 @@ fn interleaved(cache: CachePolicy) {
     }
     for (i, mut g) in got.into_iter().enumerate() {
         g.sort();
-        assert!(g == want, "reader {i}: {} names, want {}", g.len(), want.len());
+        assert!(
+            g == want,
+            "reader {i}: {} names, want {}",
+            g.len(),
+            want.len()
+        );
     }
 }
 

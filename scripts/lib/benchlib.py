@@ -314,6 +314,8 @@ def cleanup_all() -> None:
             unmount(m, timeout=5.0)
         except Exception as e:  # cleanup must go on for the other mounts
             log(f"warning: cleanup of {m.path}: {e}")
+    for img in list(_IMAGES):
+        img.__exit__(None, None, None)
 
 
 def install_cleanup() -> None:
@@ -355,6 +357,9 @@ def apply_nofile(n: int | None) -> None:
     NOFILE = n
 
 
+_IMAGES: list["BackingImage"] = []
+
+
 class BackingImage:
     """A fresh journaled ext4 filesystem in a sparse image file, loop-mounted with direct I/O.
 
@@ -383,6 +388,7 @@ class BackingImage:
         self.loop = r.stdout.strip()
         self.path.mkdir(parents=True, exist_ok=True)
         run(["mount", self.loop, str(self.path)])
+        _IMAGES.append(self)
         return self
 
     def detach(self) -> None:
@@ -396,6 +402,8 @@ class BackingImage:
     def __exit__(self, *_exc) -> None:
         self.detach()
         self.image.unlink(missing_ok=True)
+        if self in _IMAGES:
+            _IMAGES.remove(self)
 
 
 def describe_error(e: BaseException) -> str:

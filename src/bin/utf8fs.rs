@@ -18,7 +18,7 @@ use std::process::ExitCode;
 
 use fuser::{Config, MountOption, Session, SessionACL};
 use std::sync::Arc;
-use utf8fs::fs::{FsStats, Utf8Fs};
+use utf8fs::fs::{FsStats, Utf8Fs, Watching};
 use utf8fs::options::{self, FuseOptions, Invocation, MountArgs};
 use utf8fs::policy::Escaped;
 
@@ -70,7 +70,7 @@ fn mount(args: &mut MountArgs) -> Result<(), String> {
     raise_fd_limit();
     args.fs.fd_budget = utf8fs::fs::default_fd_budget();
     if args.foreground {
-        let (session, stats) = start(args)?;
+        let (session, stats, _watching) = start(args)?;
         serve(session, stats, args)
     } else {
         daemonize(args)
@@ -237,9 +237,14 @@ fn unescape_mountinfo(field: &[u8]) -> Vec<u8> {
 
 /// Mounts: opens the backing directory and creates the FUSE session (the kernel handshake is
 /// done when this returns, so requests queue until `serve` reads them).
-fn start(args: &MountArgs) -> Result<(Session<Utf8Fs>, Arc<FsStats>), String> {
-    let fs = Utf8Fs::new(args.fs.clone())
+/// A mounted session, its counters, and the watch of SOURCE for outside changes (if any; it
+/// stops when dropped).
+type Started = (Session<Utf8Fs>, Arc<FsStats>, Option<Watching>);
+
+fn start(args: &MountArgs) -> Result<Started, String> {
+    let mut fs = Utf8Fs::new(args.fs.clone())
         .map_err(|e| format!("{}: {}", shown(&args.source), reason(&e)))?;
+    let watch = fs.watch();
     let config = fuse_config(args);
     log::debug!(
         "mounting {} on {} with {config:?}",
@@ -247,9 +252,16 @@ fn start(args: &MountArgs) -> Result<(Session<Utf8Fs>, Arc<FsStats>), String> {
         shown(&args.mountpoint)
     );
     let stats = fs.stats();
-    Session::new(fs, &args.mountpoint, &config)
-        .map(|session| (session, stats))
-        .map_err(|e| format!("{}: mount failed: {}", shown(&args.mountpoint), reason(&e)))
+    let session = Session::new(fs, &args.mountpoint, &config)
+        .map_err(|e| format!("{}: mount failed: {}", shown(&args.mountpoint), reason(&e)))?;
+    let watching = watch.and_then(|w| match w.spawn(session.notifier()) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            log::warn!("cannot start watching SOURCE: {e}");
+            None
+        }
+    });
+    Ok((session, stats, watching))
 }
 
 /// The fuser configuration for these arguments.
@@ -459,7 +471,7 @@ fn child(args: &MountArgs, mut report: File) -> Result<(), ()> {
     // stdin and stdout at once (the FUSE device must not land on 0..2); stderr after the mount,
     // so that anything logged while mounting still reaches the terminal.
     redirect(&null, &[0, 1]);
-    let (session, stats) = match start(args) {
+    let (session, stats, _watching) = match start(args) {
         Ok(started) => started,
         Err(message) => {
             let _ = report.write_all(message.as_bytes());

@@ -21,11 +21,13 @@ mod dir;
 mod handles;
 mod inode;
 mod sys;
+mod watch;
+
+pub use watch::{Watch, Watching, Workers};
 
 use crate::mapping::{Mapper, Mode};
 use crate::policy::{self, Deny, Escaped, Form, NameError};
 use dir::{CachedIndex, Listing, Snapshot};
-use std::os::fd::BorrowedFd;
 use fuser::{
     AccessFlags, BackingId, CopyFileRangeFlags, Errno, FileAttr, FileHandle, FileType, Filesystem,
     FopenFlags, Generation, INodeNo, InitFlags, IoctlFlags, KernelConfig, LockOwner, OpenFlags,
@@ -40,6 +42,7 @@ use std::borrow::Cow;
 use std::collections::HashSet;
 use std::ffi::{CStr, OsStr};
 use std::io;
+use std::os::fd::BorrowedFd;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -71,6 +74,9 @@ pub struct CachePolicy {
     /// Let the kernel buffer writes (FUSE_WRITEBACK_CACHE). Only used when kernel passthrough is
     /// not, since the two exclude each other.
     pub writeback: bool,
+    /// Cache names and attributes for a day instead of the timeouts above when SOURCE can be
+    /// watched for outside changes ([`Utf8Fs::watch`]): `cache=auto` without explicit timeouts.
+    pub watch: bool,
 }
 
 /// Validity of kernel caches under `cache=always`: one day, as libfuse's passthrough examples.
@@ -88,6 +94,7 @@ impl CachePolicy {
             auto_cache: true,
             cache_dir: false,
             writeback: false,
+            watch: true,
         }
     }
 
@@ -102,6 +109,7 @@ impl CachePolicy {
             auto_cache: false,
             cache_dir: true,
             writeback: true,
+            watch: false,
         }
     }
 
@@ -115,6 +123,7 @@ impl CachePolicy {
             auto_cache: false,
             cache_dir: false,
             writeback: false,
+            watch: false,
         }
     }
 }
@@ -140,6 +149,10 @@ pub struct FsConfig {
     /// The kernel checks permissions from the file modes (`-o default_permissions`, implied
     /// by `allow_other`), so an open needs no check from the daemon.
     pub kernel_permissions: bool,
+    /// Every directory open reaches the daemon, even when listings may be cached: with
+    /// `auto_unmount`, fusermount3 tells a dead daemon by opening the mount point, which must
+    /// then fail (ENOTCONN) instead of being served by the kernel alone.
+    pub dir_handles: bool,
     /// Kernel FUSE passthrough for regular files when available (`-o passthrough=`).
     pub passthrough: bool,
     /// Kernel caching (`-o cache=`).
@@ -182,6 +195,7 @@ impl FsConfig {
             read_only: false,
             allow_other: false,
             kernel_permissions: false,
+            dir_handles: false,
             passthrough: true,
             cache: CachePolicy::default(),
             deny: Deny::NONE,
@@ -238,7 +252,9 @@ impl FsStats {
 /// The filesystem: mirrors `FsConfig::source`, checking every name that crosses it.
 pub struct Utf8Fs {
     config: FsConfig,
-    inodes: InodeTable,
+    inodes: Arc<InodeTable>,
+    /// The request worker threads (their changes to SOURCE are not outside changes).
+    workers: Arc<Workers>,
     handles: Handles,
     stats: Arc<FsStats>,
     /// (directory node id, name) of malformed names and hygiene violations already logged.
@@ -334,17 +350,18 @@ impl Utf8Fs {
             sys::stat_fd(root.as_fd()).map_err(|e| err(io::Error::from_raw_os_error(e.code())))?;
         let source_path = sys::fd_path(root.as_fd()).unwrap_or_default();
         let stats = Arc::new(FsStats::default());
-        let inodes = InodeTable::new(
+        let inodes = Arc::new(InodeTable::new(
             root,
             &st,
             Arc::clone(&stats.live_inodes),
             Arc::clone(&stats.path_fds),
             config.fd_budget,
-        );
+        ));
         let handles = Handles::new(Arc::clone(&stats.open_handles));
         Ok(Utf8Fs {
             config,
             inodes,
+            workers: Arc::default(),
             handles,
             stats,
             logged: Mutex::new(HashSet::new()),
@@ -354,6 +371,31 @@ impl Utf8Fs {
             writeback: AtomicBool::new(false),
             auto_dir_cache: AtomicBool::new(false),
         })
+    }
+
+    /// With `cache=auto` (no explicit timeouts) in a mode that shows backing names as they are
+    /// (reject or audit, no `unicode=`): starts watching SOURCE for changes made outside the
+    /// mount and, when that works, caches names and attributes for a day instead of a second.
+    /// Call before the filesystem moves into its session, then [`Watch::spawn`] the result
+    /// with the session's notifier. In the other modes one outside change can move the shown
+    /// names of other entries (collision suffixes), which per-name invalidation cannot follow.
+    pub fn watch(&mut self) -> Option<Watch> {
+        if !self.config.cache.watch || self.config.mapper.normalizes() {
+            return None;
+        }
+        let source = std::path::PathBuf::from(OsStr::from_bytes(&self.source_path));
+        match Watch::new(&source, Arc::clone(&self.inodes), Arc::clone(&self.workers)) {
+            Ok(w) => {
+                info!("watching SOURCE for outside changes: names and attributes cached until one");
+                self.config.cache.entry_timeout = LONG_TIMEOUT;
+                self.config.cache.attr_timeout = LONG_TIMEOUT;
+                Some(w)
+            }
+            Err(e) => {
+                watch::log_unwatched(&e);
+                None
+            }
+        }
     }
 
     /// The configuration this filesystem runs with.
@@ -366,11 +408,15 @@ impl Utf8Fs {
         Arc::clone(&self.stats)
     }
 
+    /// The inode of a request; every request starts here or at [`Utf8Fs::handle`], which is
+    /// where worker threads enlist (see [`Workers`]).
     fn inode(&self, id: INodeNo) -> Res<Arc<Inode>> {
+        self.workers.enlist();
         self.inodes.get(id.0).ok_or(Errno::ESTALE)
     }
 
     fn handle(&self, fh: FileHandle) -> Res<Arc<Handle>> {
+        self.workers.enlist();
         self.handles.get(fh.0).ok_or(Errno::EBADF)
     }
 
@@ -723,7 +769,9 @@ impl Utf8Fs {
     /// and the daemon needs no say at open: the kernel checks permissions, or the daemon is
     /// root and so could read any directory anyway.
     fn handleless_dirs(&self) -> bool {
-        !self.dir_open_flags().is_empty() && (self.config.kernel_permissions || self.euid == 0)
+        !self.config.dir_handles
+            && !self.dir_open_flags().is_empty()
+            && (self.config.kernel_permissions || self.euid == 0)
     }
 
     /// The open flags of a directory handle.
@@ -1739,12 +1787,7 @@ impl Filesystem for Utf8Fs {
         let r = if fh.0 == 0 {
             // Opened without a handle (see handleless_dirs).
             self.inode(ino).and_then(|i| {
-                let fd = sys::openat(
-                    i.fd()?.as_fd(),
-                    b".",
-                    libc::O_RDONLY | libc::O_DIRECTORY,
-                    0,
-                )?;
+                let fd = sys::openat(i.fd()?.as_fd(), b".", libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
                 sys::fsync(fd.as_fd(), datasync)
             })
         } else {

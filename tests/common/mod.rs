@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use std::sync::Arc;
-use utf8fs::fs::{FsConfig, FsStats, Utf8Fs};
+use utf8fs::fs::{FsConfig, FsStats, Utf8Fs, Watching};
 use utf8fs::mapping::{Charset, Mapper, Mode};
 
 /// One malformed name per class the product must handle, with a label for messages.
@@ -50,6 +50,9 @@ pub fn transcode(label: &str) -> Mode {
 /// A mounted utf8fs over a fresh temporary backing directory; unmounted on drop.
 pub struct Mount {
     session: Option<fuser::BackgroundSession>,
+    /// The watch of SOURCE for outside changes, as the daemon runs it (`cache=auto` in reject
+    /// and audit modes, when fanotify can mark the filesystem).
+    pub watching: Option<Watching>,
     config: FsConfig,
     /// Live counters of the running filesystem (replaced on remount).
     pub stats: Arc<FsStats>,
@@ -94,6 +97,7 @@ impl Mount {
         tweak(&mut config);
         let mut m = Mount {
             session: None,
+            watching: None,
             config,
             stats: Arc::new(FsStats::default()),
             src,
@@ -105,9 +109,10 @@ impl Mount {
     }
 
     fn mount(&mut self) {
-        let fs = Utf8Fs::new(self.config.clone())
+        let mut fs = Utf8Fs::new(self.config.clone())
             .unwrap_or_else(|e| panic!("Utf8Fs::new({}): {e}", self.src.display()));
         self.stats = fs.stats();
+        let watch = fs.watch();
         let mut options = fuser::Config::default();
         options.mount_options = vec![
             fuser::MountOption::FSName("utf8fs-test".into()),
@@ -117,6 +122,7 @@ impl Mount {
         options.n_threads = Some(2);
         let session = fuser::spawn_mount(fs, &self.mnt, &options)
             .unwrap_or_else(|e| panic!("mount {}: {e}", self.mnt.display()));
+        self.watching = watch.map(|w| w.spawn(session.notifier()).expect("start the watch"));
         self.session = Some(session);
         assert!(
             is_mounted(&self.mnt),
@@ -129,6 +135,7 @@ impl Mount {
         if let Some(session) = self.session.take() {
             drop(session);
         }
+        self.watching = None;
         if is_mounted(&self.mnt) {
             let c = cpath(&self.mnt);
             // SAFETY: c is a valid NUL-terminated path.
