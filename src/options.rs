@@ -460,13 +460,9 @@ impl Opts {
         fs.read_only = fuse.read_only;
         fs.allow_other = fuse.allow_other;
         fs.kernel_permissions = fuse.default_permissions;
-        // fusermount3's check for a dead daemon (auto_unmount) must reach the daemon: no
-        // handle-less directory opens, and no watch (whose teardown delays the connection's
-        // end past that check).
-        fs.dir_handles = fuse.auto_unmount;
+        fs.auto_unmount = fuse.auto_unmount;
         fs.passthrough = passthrough != Passthrough::Off;
         fs.cache = cache;
-        fs.cache.watch &= !fuse.auto_unmount;
         fs.deny = self.deny;
         fs.unicode = self.unicode;
         Ok(Invocation::Mount(Box::new(MountArgs {

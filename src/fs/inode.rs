@@ -120,25 +120,33 @@ impl FileHandle {
 
     /// Opens the object as `O_PATH` (a symlink itself, not its target).
     fn open(&self, mount_fd: BorrowedFd<'_>) -> SysResult<OwnedFd> {
-        let mut buf = HandleBuf::new();
-        let len = self.bytes.len().min(MAX_HANDLE);
-        buf.head.handle_bytes = len as libc::c_uint;
-        buf.head.handle_type = self.kind;
-        buf.bytes[..len].copy_from_slice(&self.bytes[..len]);
-        // SAFETY: valid fd and a handle buffer holding handle_bytes bytes.
-        let fd = unsafe {
-            libc::open_by_handle_at(
-                mount_fd.as_raw_fd(),
-                &mut buf.head,
-                libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-            )
-        };
-        if fd < 0 {
-            return Err(sys::last_errno());
-        }
-        // SAFETY: the kernel just returned this fd and nothing else owns it.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+        open_handle(mount_fd, self.kind, &self.bytes)
     }
+}
+
+/// Opens as `O_PATH` (a symlink itself, not its target) the object that the handle of type
+/// `kind` with `bytes` names; `mount_fd` is any real fd on the same filesystem.
+pub(super) fn open_handle(mount_fd: BorrowedFd<'_>, kind: i32, bytes: &[u8]) -> SysResult<OwnedFd> {
+    if bytes.len() > MAX_HANDLE {
+        return Err(fuser::Errno::EINVAL);
+    }
+    let mut buf = HandleBuf::new();
+    buf.head.handle_bytes = bytes.len() as libc::c_uint;
+    buf.head.handle_type = kind;
+    buf.bytes[..bytes.len()].copy_from_slice(bytes);
+    // SAFETY: valid fd and a handle buffer holding handle_bytes bytes.
+    let fd = unsafe {
+        libc::open_by_handle_at(
+            mount_fd.as_raw_fd(),
+            &mut buf.head,
+            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
+        )
+    };
+    if fd < 0 {
+        return Err(sys::last_errno());
+    }
+    // SAFETY: the kernel just returned this fd and nothing else owns it.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 /// What inodes share with their table: the held-fd count, the reopen means and the clocks.

@@ -149,10 +149,11 @@ pub struct FsConfig {
     /// The kernel checks permissions from the file modes (`-o default_permissions`, implied
     /// by `allow_other`), so an open needs no check from the daemon.
     pub kernel_permissions: bool,
-    /// Every directory open reaches the daemon, even when listings may be cached: with
-    /// `auto_unmount`, fusermount3 tells a dead daemon by opening the mount point, which must
-    /// then fail (ENOTCONN) instead of being served by the kernel alone.
-    pub dir_handles: bool,
+    /// `-o auto_unmount`: fusermount3 tells a dead daemon by opening the mount point, which
+    /// must then reach the daemon and fail (ENOTCONN). So directories keep their open round
+    /// trip, and SOURCE is not watched (the watch's teardown delays the connection's end past
+    /// that check, and its long timeouts let the kernel answer alone).
+    pub auto_unmount: bool,
     /// Kernel FUSE passthrough for regular files when available (`-o passthrough=`).
     pub passthrough: bool,
     /// Kernel caching (`-o cache=`).
@@ -195,7 +196,7 @@ impl FsConfig {
             read_only: false,
             allow_other: false,
             kernel_permissions: false,
-            dir_handles: false,
+            auto_unmount: false,
             passthrough: true,
             cache: CachePolicy::default(),
             deny: Deny::NONE,
@@ -374,13 +375,13 @@ impl Utf8Fs {
     }
 
     /// With `cache=auto` (no explicit timeouts) in a mode that shows backing names as they are
-    /// (reject or audit, no `unicode=`): starts watching SOURCE for changes made outside the
+    /// (reject or audit, no `unicode=`), without `auto_unmount`: starts watching SOURCE for changes made outside the
     /// mount and, when that works, caches names and attributes for a day instead of a second.
     /// Call before the filesystem moves into its session, then [`Watch::spawn`] the result
     /// with the session's notifier. In the other modes one outside change can move the shown
     /// names of other entries (collision suffixes), which per-name invalidation cannot follow.
     pub fn watch(&mut self) -> Option<Watch> {
-        if !self.config.cache.watch || self.config.mapper.normalizes() {
+        if !self.config.cache.watch || self.config.mapper.normalizes() || self.config.auto_unmount {
             return None;
         }
         let source = std::path::PathBuf::from(OsStr::from_bytes(&self.source_path));
@@ -534,12 +535,7 @@ impl Utf8Fs {
                 return Ok(c);
             }
         }
-        let fd = sys::openat(
-            dir.fd()?.as_fd(),
-            b".",
-            libc::O_RDONLY | libc::O_DIRECTORY,
-            0,
-        )?;
+        let fd = sys::open_dir(dir.fd()?.as_fd())?;
         let listing = Listing::read(fd.as_fd())?;
         Ok(dir.dir.store(&self.config.mapper, &listing, &st))
     }
@@ -769,7 +765,7 @@ impl Utf8Fs {
     /// and the daemon needs no say at open: the kernel checks permissions, or the daemon is
     /// root and so could read any directory anyway.
     fn handleless_dirs(&self) -> bool {
-        !self.config.dir_handles
+        !self.config.auto_unmount
             && !self.dir_open_flags().is_empty()
             && (self.config.kernel_permissions || self.euid == 0)
     }
@@ -844,6 +840,13 @@ impl Utf8Fs {
         Ok(snap)
     }
 
+    /// The directory of a readdir request and where its reply continues.
+    fn readdir_at(&self, ino: INodeNo, fh: FileHandle, offset: u64) -> Res<(Arc<Inode>, Cursor)> {
+        let dir = self.inode(ino)?;
+        let cur = self.listing_at(&dir, fh, offset)?;
+        Ok((dir, cur))
+    }
+
     /// Where a readdir continues: the listing, the index of the first entry to send, and how
     /// entry offsets are made. With a handle (`fh` ≠ 0) the listing is the handle's and entry
     /// `i` has offset `i + 1`; without one (see [`Utf8Fs::handleless_dirs`]) it is one of the
@@ -871,12 +874,7 @@ impl Utf8Fs {
         }
         // A new reader, or one whose listing was pushed out: read the directory again (the
         // index still resumes where it was, as a telldir cookie would).
-        let fd = sys::openat(
-            dir.fd()?.as_fd(),
-            b".",
-            libc::O_RDONLY | libc::O_DIRECTORY,
-            0,
-        )?;
+        let fd = sys::open_dir(dir.fd()?.as_fd())?;
         let snap = Arc::new(self.read_listing(dir, fd.as_fd())?);
         let epoch = dir.dir.begin_stream(Arc::clone(&snap));
         Ok(Cursor {
@@ -1040,7 +1038,7 @@ impl Utf8Fs {
             let idx = self.dir_index(&inode, false).ok()?;
             return idx.index.shown(name).map(<[u8]>::to_vec);
         }
-        let fd = sys::openat(dir.as_fd(), b".", libc::O_RDONLY | libc::O_DIRECTORY, 0).ok()?;
+        let fd = sys::open_dir(dir.as_fd()).ok()?;
         let listing = Listing::read(fd.as_fd()).ok()?;
         let index = crate::mapping::DirIndex::build(&self.config.mapper, listing.names());
         index.shown(name).map(<[u8]>::to_vec)
@@ -1665,9 +1663,7 @@ impl Filesystem for Utf8Fs {
         if self.handleless_dirs() {
             return reply.error(Errno::ENOSYS);
         }
-        let r = self.inode(ino).and_then(|i| {
-            sys::openat(i.fd()?.as_fd(), b".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
-        });
+        let r = self.inode(ino).and_then(|i| sys::open_dir(i.fd()?.as_fd()));
         match r {
             Ok(fd) => {
                 let fh = self.handles.insert(Handle::new(fd, None));
@@ -1685,12 +1681,7 @@ impl Filesystem for Utf8Fs {
         offset: u64,
         mut reply: ReplyDirectory,
     ) {
-        let r = (|| {
-            let dir = self.inode(ino)?;
-            let cur = self.listing_at(&dir, fh, offset)?;
-            Ok::<_, Errno>((dir, cur))
-        })();
-        let (dir, cur) = match r {
+        let (dir, cur) = match self.readdir_at(ino, fh, offset) {
             Ok(s) => s,
             Err(e) => return reply.error(e),
         };
@@ -1717,12 +1708,7 @@ impl Filesystem for Utf8Fs {
         offset: u64,
         mut reply: ReplyDirectoryPlus,
     ) {
-        let r = (|| {
-            let dir = self.inode(ino)?;
-            let cur = self.listing_at(&dir, fh, offset)?;
-            Ok::<_, Errno>((dir, cur))
-        })();
-        let (dir, cur) = match r {
+        let (dir, cur) = match self.readdir_at(ino, fh, offset) {
             Ok(s) => s,
             Err(e) => return reply.error(e),
         };
@@ -1787,7 +1773,7 @@ impl Filesystem for Utf8Fs {
         let r = if fh.0 == 0 {
             // Opened without a handle (see handleless_dirs).
             self.inode(ino).and_then(|i| {
-                let fd = sys::openat(i.fd()?.as_fd(), b".", libc::O_RDONLY | libc::O_DIRECTORY, 0)?;
+                let fd = sys::open_dir(i.fd()?.as_fd())?;
                 sys::fsync(fd.as_fd(), datasync)
             })
         } else {

@@ -98,6 +98,11 @@ pub fn open_path(dir: BorrowedFd<'_>, name: &[u8]) -> SysResult<OwnedFd> {
     openat(dir, name, libc::O_PATH | libc::O_NOFOLLOW, 0)
 }
 
+/// Opens the directory `dir` (an `O_PATH` fd will do) for reading its entries or syncing it.
+pub fn open_dir(dir: BorrowedFd<'_>) -> SysResult<OwnedFd> {
+    openat(dir, b".", libc::O_RDONLY | libc::O_DIRECTORY, 0)
+}
+
 /// Reopens what an `O_PATH` fd refers to with real open flags (never following a symlink).
 pub fn reopen(fd: BorrowedFd<'_>, flags: i32) -> SysResult<OwnedFd> {
     let p = ProcPath::new(fd.as_raw_fd());

@@ -7,7 +7,7 @@
 //! them. Changes clients make through kernel passthrough (writes) come from the client's thread
 //! and are handled like any other: dropping cached attributes is harmless.
 
-use super::inode::InodeTable;
+use super::inode::{open_handle, InodeTable};
 use super::sys::{self, SysResult};
 use fuser::{INodeNo, Notifier};
 use log::{debug, info, warn};
@@ -28,9 +28,6 @@ const EVENTS: u64 = libc::FAN_CREATE
     | libc::FAN_ATTRIB
     | libc::FAN_MODIFY
     | libc::FAN_ONDIR;
-
-/// The longest file handle the kernel reports (MAX_HANDLE_SZ).
-const MAX_HANDLE: usize = 128;
 
 /// A fanotify group marking SOURCE's filesystem, not yet serving events.
 ///
@@ -210,9 +207,8 @@ impl Watch {
             return;
         }
         let entry = libc::FAN_CREATE | libc::FAN_DELETE | libc::FAN_MOVED_FROM | libc::FAN_MOVED_TO;
-        if ev.mask & entry != 0 {
-            if let Some(id) = ev.dir_name.and_then(|(dir, _)| self.resolve(dir)) {
-                let name = ev.dir_name.map_or(&[][..], |(_, n)| n);
+        if let Some((dir, name)) = ev.dir_name.filter(|_| ev.mask & entry != 0) {
+            if let Some(id) = self.resolve(dir) {
                 debug!(
                     "outside change in directory {id}: {:?}",
                     OsStr::from_bytes(name)
@@ -239,47 +235,20 @@ impl Watch {
 
     /// The node id of the object a file handle names, if the kernel may hold it.
     fn resolve(&self, handle: &[u8]) -> Option<u64> {
-        let fd = open_handle(self.mount_fd.as_fd(), handle).ok()?;
+        let fd = open_reported(self.mount_fd.as_fd(), handle).ok()?;
         let st = sys::stat_fd(fd.as_fd()).ok()?;
         self.inodes.find(st.st_dev, st.st_ino).map(|i| i.id)
     }
 }
 
-/// Opens the object of a `struct file_handle` as reported in an event.
-fn open_handle(mount_fd: BorrowedFd<'_>, raw: &[u8]) -> SysResult<OwnedFd> {
-    #[repr(C)]
-    struct Handle {
-        handle_bytes: u32,
-        handle_type: i32,
-        f_handle: [u8; MAX_HANDLE],
-    }
-    if raw.len() < 8 {
+/// Opens the object of a `struct file_handle` as an event reports it: `handle_bytes` (u32),
+/// `handle_type` (i32), then the handle.
+fn open_reported(mount_fd: BorrowedFd<'_>, raw: &[u8]) -> SysResult<OwnedFd> {
+    let (Some(len), Some(kind)) = (u32_at(raw, 0), u32_at(raw, 4)) else {
         return Err(fuser::Errno::EINVAL);
-    }
-    let bytes = u32::from_ne_bytes([raw[0], raw[1], raw[2], raw[3]]) as usize;
-    let kind = i32::from_ne_bytes([raw[4], raw[5], raw[6], raw[7]]);
-    if bytes > MAX_HANDLE || raw.len() < 8 + bytes {
-        return Err(fuser::Errno::EINVAL);
-    }
-    let mut h = Handle {
-        handle_bytes: bytes as u32,
-        handle_type: kind,
-        f_handle: [0; MAX_HANDLE],
     };
-    h.f_handle[..bytes].copy_from_slice(&raw[8..8 + bytes]);
-    // SAFETY: valid fd and a handle struct laid out as `struct file_handle`.
-    let fd = unsafe {
-        libc::open_by_handle_at(
-            mount_fd.as_raw_fd(),
-            (&mut h as *mut Handle).cast(),
-            libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC,
-        )
-    };
-    if fd < 0 {
-        return Err(sys::last_errno());
-    }
-    // SAFETY: the kernel just returned this fd and nothing else owns it.
-    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    let bytes = raw.get(8..8 + len as usize).ok_or(fuser::Errno::EINVAL)?;
+    open_handle(mount_fd, kind as i32, bytes)
 }
 
 /// The thread ids of the daemon's request workers: changes they make to SOURCE are the
