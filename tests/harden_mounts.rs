@@ -167,3 +167,38 @@ fn auto_unmount_daemon_stops_on_sigterm() {
         !Path::new(&format!("/proc/{pid}")).exists()
     });
 }
+
+/// A daemon whose mount was taken away from outside (`fusermount3 -u`) leaves alone what is
+/// mounted at the same path by the time it exits, such as the new daemon of a restart. The old
+/// daemon is stopped (SIGSTOP) across the unmount and the new mount, so that it ends only after
+/// the new mount is up.
+#[test]
+fn daemon_unmounted_from_outside_leaves_a_new_mount_alone() {
+    let d = Dirs::new();
+    let mut old = Command::new(BIN)
+        .arg(&d.src)
+        .arg(&d.mnt)
+        .arg("-f")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until("the first mount", || !mounts_at(&d.mnt).is_empty());
+    unsafe { libc::kill(old.id() as i32, libc::SIGSTOP) };
+    assert!(Command::new("fusermount3")
+        .arg("-u")
+        .arg(&d.mnt)
+        .status()
+        .unwrap()
+        .success());
+    let out = d.utf8fs(&[]);
+    assert!(out.status.success(), "{out:?}");
+    unsafe { libc::kill(old.id() as i32, libc::SIGCONT) };
+    let status = wait_timeout(&mut old, Duration::from_secs(10));
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert_eq!(mounts_at(&d.mnt), ["fuse.utf8fs"]);
+    assert_eq!(std::fs::read(d.mnt.join("hello.txt")).unwrap(), b"hi\n");
+    let daemons = daemons_of(&d.mnt);
+    assert_eq!(daemons.len(), 1, "{daemons:?}");
+    unsafe { libc::kill(daemons[0], libc::SIGTERM) };
+    wait_until("the unmount", || mounts_at(&d.mnt).is_empty());
+}

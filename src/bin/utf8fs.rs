@@ -11,6 +11,7 @@
 use std::ffi::OsString;
 use std::fs::File;
 use std::io::{self, Read, Write};
+use std::mem::ManuallyDrop;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
@@ -44,13 +45,7 @@ fn main() -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    // fuser warns when the kernel already dropped the mount it unmounts at exit (after
-    // `fusermount3 -u`): expected, so only its errors show unless debugging.
-    let level = if args.debug {
-        "debug"
-    } else {
-        "warn,fuser::session=error"
-    };
+    let level = if args.debug { "debug" } else { "warn" };
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or(level)).init();
     match mount(&mut args) {
         Ok(()) => ExitCode::SUCCESS,
@@ -324,15 +319,16 @@ fn mount_options(f: &FuseOptions, source: &Path) -> Vec<MountOption> {
 
 /// Serves requests until the filesystem is unmounted: by SIGINT, SIGTERM or SIGHUP (then this
 /// process unmounts), or by `fusermount3 -u`/`umount` from outside.
-fn serve(
-    mut session: Session<Utf8Fs>,
-    stats: Arc<FsStats>,
-    args: &MountArgs,
-) -> Result<(), String> {
-    let mut unmounter = session.unmount_callable();
+///
+/// fuser unmounts MOUNTPOINT by path when its session ends, even when the kernel has already
+/// dropped the mount (its check of the connection takes POLLERR for "still mounted"). After an
+/// outside unmount that second umount would take down whatever was mounted at the same path
+/// in between, such as the new daemon of a restart. So the session runs in the background and
+/// its mount guard is never dropped: this process unmounts on signals itself, and after an
+/// outside unmount there is nothing left to unmount, as libfuse's daemons behave.
+fn serve(session: Session<Utf8Fs>, stats: Arc<FsStats>, args: &MountArgs) -> Result<(), String> {
     let mask = signal_mask();
     let mountpoint = args.mountpoint.clone();
-    let auto_unmount = args.fuse.auto_unmount;
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
@@ -340,23 +336,25 @@ fn serve(
             // SAFETY: `mask` is an initialized signal set; `signal` is a valid out pointer.
             if unsafe { libc::sigwait(&mask, &mut signal) } == 0 {
                 log::info!("signal {signal}: unmounting");
-                // With auto_unmount, fuser's unmount only closes its socket to the watching
-                // fusermount3, which leaves a live mount in place; unmount it here first, as
-                // without auto_unmount.
-                if auto_unmount {
-                    if let Err(e) = unmount_fuse(&mountpoint) {
-                        log::error!("{}: unmount failed: {e}", shown(&mountpoint));
-                    }
-                }
-                if let Err(e) = unmounter.unmount() {
-                    log::error!("unmount failed: {e}");
+                if let Err(e) = unmount_fuse(&mountpoint) {
+                    log::error!("{}: unmount failed: {e}", shown(&mountpoint));
                 }
             }
         })
         .map_err(|e| format!("cannot start the signal thread: {e}"))?;
-    session
-        .run()
-        .map_err(|e| format!("session ended: {}", reason(&e)))?;
+    let background = ManuallyDrop::new(
+        session
+            .spawn()
+            .map_err(|e| format!("cannot start serving: {}", reason(&e)))?,
+    );
+    // SAFETY: `background` is never dropped, so the join handle read out of it has exactly one
+    // owner, this one.
+    let guard = unsafe { std::ptr::read(&background.guard) };
+    match guard.join() {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return Err(format!("session ended: {}", reason(&e))),
+        Err(_) => return Err("session ended: a request thread panicked".to_owned()),
+    }
     log::info!(
         "unmounted; {} inodes and {} handles were still held",
         stats.live_inodes(),
