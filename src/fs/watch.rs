@@ -29,6 +29,10 @@ const EVENTS: u64 = libc::FAN_CREATE
     | libc::FAN_MODIFY
     | libc::FAN_ONDIR;
 
+/// How long the watch lets events gather after handling some, in milliseconds: the longest an
+/// outside change can wait before the kernel hears of it while SOURCE is busy.
+const BATCH_MS: i32 = 10;
+
 /// A fanotify group marking SOURCE's filesystem, not yet serving events.
 ///
 /// Dropping a removed or renamed name from the kernel's cache takes the directory's lock. If
@@ -194,6 +198,18 @@ impl Watch {
             }
             for ev in Events::new(&buf[..n as usize]) {
                 self.handle(&ev, notifier);
+            }
+            // Let events gather before reading again: the daemon's own changes raise events
+            // too, and waking this thread for each one would cost every request a context
+            // switch. An outside change still shows within BATCH_MS.
+            let mut stop_fd = [libc::pollfd {
+                fd: stop.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            }];
+            // SAFETY: one initialized pollfd.
+            if unsafe { libc::poll(stop_fd.as_mut_ptr(), 1, BATCH_MS) } > 0 {
+                return;
             }
         }
     }
