@@ -10,7 +10,7 @@ use std::ffi::OsStr;
 use std::os::unix::ffi::OsStrExt;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 const FUSE_SUPER_MAGIC: i64 = 0x6573_5546;
@@ -284,14 +284,7 @@ fn auto_unmount_cleans_up_after_kill_9() {
 
 fn foreground_signal(signal: i32) {
     let d = Dirs::new();
-    let mut child = Command::new(BIN)
-        .arg(&d.src)
-        .arg(&d.mnt)
-        .arg("-f")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_until("the mount", || !mounts_at(&d.mnt).is_empty());
+    let mut child = d.foreground(&[]);
     assert_eq!(statfs_type(&d.mnt).unwrap(), FUSE_SUPER_MAGIC);
     unsafe { libc::kill(child.id() as i32, signal) };
     let status = wait_timeout(&mut child, Duration::from_secs(10));
@@ -312,19 +305,8 @@ fn foreground_unmounts_on_sigint() {
 #[test]
 fn foreground_exits_0_when_unmounted_from_outside() {
     let d = Dirs::new();
-    let mut child = Command::new(BIN)
-        .arg(&d.src)
-        .arg(&d.mnt)
-        .arg("-f")
-        .spawn()
-        .unwrap();
-    wait_until("the mount", || !mounts_at(&d.mnt).is_empty());
-    assert!(Command::new("fusermount3")
-        .arg("-u")
-        .arg(&d.mnt)
-        .status()
-        .unwrap()
-        .success());
+    let mut child = d.foreground(&[]);
+    d.fusermount_u();
     let status = wait_timeout(&mut child, Duration::from_secs(10));
     assert_eq!(status.code(), Some(0));
 }

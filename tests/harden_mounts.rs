@@ -9,7 +9,7 @@ mod cli_common;
 use cli_common::*;
 use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 /// A second utf8fs on `d.mnt` is refused with exit status 1 and one line naming the mount point
@@ -141,14 +141,7 @@ fn option_values_with_control_characters_are_refused_on_one_line() {
 #[test]
 fn auto_unmount_daemon_stops_on_sigterm() {
     let d = Dirs::new();
-    let mut child = Command::new(BIN)
-        .arg(&d.src)
-        .arg(&d.mnt)
-        .args(["-f", "-o", "auto_unmount"])
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_until("the mount", || !mounts_at(&d.mnt).is_empty());
+    let mut child = d.foreground(&["-o", "auto_unmount"]);
     assert_eq!(std::fs::read(d.mnt.join("hello.txt")).unwrap(), b"hi\n");
     unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
     let status = wait_timeout(&mut child, Duration::from_secs(10));
@@ -175,21 +168,9 @@ fn auto_unmount_daemon_stops_on_sigterm() {
 #[test]
 fn daemon_unmounted_from_outside_leaves_a_new_mount_alone() {
     let d = Dirs::new();
-    let mut old = Command::new(BIN)
-        .arg(&d.src)
-        .arg(&d.mnt)
-        .arg("-f")
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    wait_until("the first mount", || !mounts_at(&d.mnt).is_empty());
+    let mut old = d.foreground(&[]);
     unsafe { libc::kill(old.id() as i32, libc::SIGSTOP) };
-    assert!(Command::new("fusermount3")
-        .arg("-u")
-        .arg(&d.mnt)
-        .status()
-        .unwrap()
-        .success());
+    d.fusermount_u();
     let out = d.utf8fs(&[]);
     assert!(out.status.success(), "{out:?}");
     unsafe { libc::kill(old.id() as i32, libc::SIGCONT) };

@@ -6,7 +6,7 @@
 
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::{Duration, Instant};
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_utf8fs");
@@ -46,6 +46,30 @@ impl Dirs {
             .args(extra)
             .output()
             .unwrap()
+    }
+
+    /// `utf8fs SRC MNT -f EXTRA...` as a child (stderr piped), once its mount is up.
+    pub fn foreground(&self, extra: &[&str]) -> Child {
+        let child = Command::new(BIN)
+            .arg(&self.src)
+            .arg(&self.mnt)
+            .arg("-f")
+            .args(extra)
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_until("the mount", || !mounts_at(&self.mnt).is_empty());
+        child
+    }
+
+    /// `fusermount3 -u MNT`, which must succeed.
+    pub fn fusermount_u(&self) {
+        assert!(Command::new("fusermount3")
+            .arg("-u")
+            .arg(&self.mnt)
+            .status()
+            .unwrap()
+            .success());
     }
 }
 
