@@ -249,13 +249,12 @@ fn start(args: &MountArgs) -> Result<Started, String> {
     let stats = fs.stats();
     let session = Session::new(fs, &args.mountpoint, &config)
         .map_err(|e| format!("{}: mount failed: {}", shown(&args.mountpoint), reason(&e)))?;
-    let watching = watch.and_then(|w| match w.spawn(session.notifier()) {
-        Ok(w) => Some(w),
-        Err(e) => {
-            log::warn!("cannot start watching SOURCE: {e}");
-            None
-        }
-    });
+    // The filesystem already caches for a day on the watch's word, so a watch that cannot
+    // start fails the mount (dropping the session unmounts it) rather than serve stale names.
+    let watching = watch
+        .map(|w| w.spawn(session.notifier()))
+        .transpose()
+        .map_err(|e| format!("cannot start watching SOURCE: {}", reason(&e)))?;
     Ok((session, stats, watching))
 }
 

@@ -254,8 +254,9 @@ impl FsStats {
 pub struct Utf8Fs {
     config: FsConfig,
     inodes: Arc<InodeTable>,
-    /// The request worker threads (their changes to SOURCE are not outside changes).
-    workers: Arc<Workers>,
+    /// The request worker threads, whose changes to SOURCE are not outside changes; only
+    /// kept while SOURCE is watched.
+    workers: Option<Arc<Workers>>,
     handles: Handles,
     stats: Arc<FsStats>,
     /// (directory node id, name) of malformed names and hygiene violations already logged.
@@ -362,7 +363,7 @@ impl Utf8Fs {
         Ok(Utf8Fs {
             config,
             inodes,
-            workers: Arc::default(),
+            workers: None,
             handles,
             stats,
             logged: Mutex::new(HashSet::new()),
@@ -374,22 +375,30 @@ impl Utf8Fs {
         })
     }
 
-    /// With `cache=auto` (no explicit timeouts) in a mode that shows backing names as they are
-    /// (reject or audit, no `unicode=`), without `auto_unmount`: starts watching SOURCE for changes made outside the
-    /// mount and, when that works, caches names and attributes for a day instead of a second.
-    /// Call before the filesystem moves into its session, then [`Watch::spawn`] the result
-    /// with the session's notifier. In the other modes one outside change can move the shown
-    /// names of other entries (collision suffixes), which per-name invalidation cannot follow.
+    /// With `cache=auto` (no explicit timeouts) in a mode that shows backing names as they
+    /// are (reject or audit, no `unicode=`), without `auto_unmount`: starts watching SOURCE for
+    /// changes made outside the mount and, when that works, caches names and attributes for a
+    /// day instead of a second. Call before the filesystem moves into its session, then
+    /// [`Watch::spawn`] the result with the session's notifier. In the other modes one outside
+    /// change can move the shown names of other entries (collision suffixes), which per-name
+    /// invalidation cannot follow.
     pub fn watch(&mut self) -> Option<Watch> {
         if !self.config.cache.watch || self.config.mapper.normalizes() || self.config.auto_unmount {
             return None;
         }
-        let source = std::path::PathBuf::from(OsStr::from_bytes(&self.source_path));
-        match Watch::new(&source, Arc::clone(&self.inodes), Arc::clone(&self.workers)) {
+        let workers = Arc::new(Workers::default());
+        let source = self
+            .inodes
+            .root()
+            .ok_or(Errno::ESTALE)
+            .and_then(|root| sys::open_dir(root.fd()?.as_fd()))
+            .map_err(|e| io::Error::from_raw_os_error(e.code()));
+        match source.and_then(|fd| Watch::new(fd, Arc::clone(&self.inodes), Arc::clone(&workers))) {
             Ok(w) => {
                 info!("watching SOURCE for outside changes: names and attributes cached until one");
                 self.config.cache.entry_timeout = LONG_TIMEOUT;
                 self.config.cache.attr_timeout = LONG_TIMEOUT;
+                self.workers = Some(workers);
                 Some(w)
             }
             Err(e) => {
@@ -409,15 +418,22 @@ impl Utf8Fs {
         Arc::clone(&self.stats)
     }
 
+    /// Records the calling thread as a request worker while SOURCE is watched.
+    fn enlist(&self) {
+        if let Some(w) = &self.workers {
+            w.enlist();
+        }
+    }
+
     /// The inode of a request; every request starts here or at [`Utf8Fs::handle`], which is
     /// where worker threads enlist (see [`Workers`]).
     fn inode(&self, id: INodeNo) -> Res<Arc<Inode>> {
-        self.workers.enlist();
+        self.enlist();
         self.inodes.get(id.0).ok_or(Errno::ESTALE)
     }
 
     fn handle(&self, fh: FileHandle) -> Res<Arc<Handle>> {
-        self.workers.enlist();
+        self.enlist();
         self.handles.get(fh.0).ok_or(Errno::EBADF)
     }
 

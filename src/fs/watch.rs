@@ -70,10 +70,11 @@ fn os_err(what: &str) -> io::Error {
 }
 
 impl Watch {
-    /// Marks the filesystem holding `source` (needs CAP_SYS_ADMIN, Linux 5.9 or later, and a
-    /// filesystem with file handles); the error says why watching is not possible.
+    /// Marks the filesystem holding `source`, a directory opened for reading (needs
+    /// CAP_SYS_ADMIN, Linux 5.9 or later, and a filesystem with file handles); the error says
+    /// why watching is not possible. `source` also serves `open_by_handle_at`.
     pub fn new(
-        source: &std::path::Path,
+        source: OwnedFd,
         inodes: Arc<InodeTable>,
         workers: Arc<Workers>,
     ) -> io::Result<Watch> {
@@ -90,36 +91,22 @@ impl Watch {
         }
         // SAFETY: fresh fd owned by nobody else.
         let fan = unsafe { OwnedFd::from_raw_fd(fd) };
-        let path = std::ffi::CString::new(source.as_os_str().as_bytes())
-            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "path holds a NUL byte"))?;
-        // SAFETY: valid fanotify fd and NUL-terminated path.
+        // SAFETY: valid fanotify fd and directory fd; a null path marks the directory itself.
         let r = unsafe {
             libc::fanotify_mark(
                 fan.as_raw_fd(),
                 libc::FAN_MARK_ADD | libc::FAN_MARK_FILESYSTEM,
                 EVENTS,
-                libc::AT_FDCWD,
-                path.as_ptr(),
+                source.as_raw_fd(),
+                std::ptr::null(),
             )
         };
         if r < 0 {
             return Err(os_err("fanotify_mark"));
         }
-        // SAFETY: NUL-terminated path; the fd returned is owned below.
-        let m = unsafe {
-            libc::open(
-                path.as_ptr(),
-                libc::O_RDONLY | libc::O_DIRECTORY | libc::O_CLOEXEC,
-            )
-        };
-        if m < 0 {
-            return Err(os_err("open"));
-        }
-        // SAFETY: fresh fd owned by nobody else.
-        let mount_fd = unsafe { OwnedFd::from_raw_fd(m) };
         Ok(Watch {
             fan,
-            mount_fd,
+            mount_fd: source,
             inodes,
             workers,
         })
