@@ -208,12 +208,7 @@ fn daemon_returns_once_the_mount_answers_and_fusermount_unmounts_it() {
     );
     assert_eq!(mounts_at(&d.mnt), ["fuse.utf8fs"]);
 
-    let status = Command::new("fusermount3")
-        .arg("-u")
-        .arg(&d.mnt)
-        .status()
-        .unwrap();
-    assert!(status.success());
+    d.fusermount_u();
     assert!(mounts_at(&d.mnt).is_empty());
     let pid = daemons[0];
     wait_until("the daemon to exit", || {

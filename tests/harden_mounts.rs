@@ -45,12 +45,7 @@ fn second_mount_over_another_subtype_is_refused() {
     assert_eq!(out.status.code(), Some(1));
     stderr_line(&out);
     assert_eq!(mounts_at(&d.mnt), ["fuse.foo"]);
-    assert!(Command::new("fusermount3")
-        .arg("-u")
-        .arg(&d.mnt)
-        .status()
-        .unwrap()
-        .success());
+    d.fusermount_u();
     assert!(mounts_at(&d.mnt).is_empty());
 }
 
