@@ -75,6 +75,43 @@ fn create_write_read_append_truncate() {
     assert_eq!(m.list_mnt(b""), vec!["café.txt".as_bytes().to_vec()]);
 }
 
+/// A program running from the mount cannot be changed under it: every open that would write
+/// or truncate fails with ETXTBSY, as on ext4, and the file stays whole. The kernel refuses
+/// O_RDONLY|O_TRUNC only after the open, so a daemon that truncated inside OPEN would cut the
+/// program short and still report ETXTBSY.
+#[test]
+fn running_program_cannot_be_written_or_truncated() {
+    let m = mount();
+    let sleep = ["/usr/bin/sleep", "/bin/sleep"]
+        .into_iter()
+        .find(|p| std::path::Path::new(p).exists())
+        .expect("sleep(1) in /usr/bin or /bin");
+    // Written in SOURCE, so no writer of the mount's inode is left in a forked child.
+    let len = fs::copy(sleep, m.src_path(b"prog")).unwrap();
+    fs::set_permissions(m.src_path(b"prog"), fs::Permissions::from_mode(0o755)).unwrap();
+    let prog = m.mnt_path(b"prog");
+    let mut child = Command::new(&prog).arg("30").spawn().unwrap();
+    for (flags, what) in [
+        (libc::O_WRONLY, "O_WRONLY"),
+        (libc::O_RDWR, "O_RDWR"),
+        (libc::O_RDONLY | libc::O_TRUNC, "O_RDONLY|O_TRUNC"),
+        (libc::O_WRONLY | libc::O_TRUNC, "O_WRONLY|O_TRUNC"),
+    ] {
+        expect_errno(open(&prog, flags, 0), libc::ETXTBSY, what);
+    }
+    assert_eq!(fs::metadata(m.src_path(b"prog")).unwrap().len(), len);
+    assert_eq!(fs::metadata(&prog).unwrap().len(), len);
+    assert!(
+        child.try_wait().unwrap().is_none(),
+        "the program still runs"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    // Once it has exited, the same truncating open works.
+    drop(open(&prog, libc::O_RDONLY | libc::O_TRUNC, 0).unwrap());
+    assert_eq!(fs::metadata(m.src_path(b"prog")).unwrap().len(), 0);
+}
+
 #[test]
 fn mkdir_rmdir_unlink() {
     let m = mount();

@@ -1130,8 +1130,12 @@ impl Utf8Fs {
         if inode.is_symlink() {
             return Err(Errno::ELOOP);
         }
+        // Never truncate in OPEN: the kernel refuses a running program (ETXTBSY) only after
+        // OPEN returns, then truncates with a SETATTR. FUSE_ATOMIC_O_TRUNC is not asked for,
+        // so O_TRUNC should not arrive here; it is dropped in case a kernel sends it anyway.
+        let flags = flags & !libc::O_TRUNC;
         let acc = flags & libc::O_ACCMODE;
-        if (acc != libc::O_RDONLY || flags & libc::O_TRUNC != 0) && self.config.read_only {
+        if acc != libc::O_RDONLY && self.config.read_only {
             return Err(Errno::EROFS);
         }
         let wanted = self.backing_flags(flags);
@@ -1287,8 +1291,7 @@ impl Filesystem for Utf8Fs {
         }
         let wanted = InitFlags::FUSE_DO_READDIRPLUS
             | InitFlags::FUSE_READDIRPLUS_AUTO
-            | InitFlags::FUSE_PARALLEL_DIROPS
-            | InitFlags::FUSE_ATOMIC_O_TRUNC;
+            | InitFlags::FUSE_PARALLEL_DIROPS;
         let _ = config.add_capabilities(caps & wanted);
         let cache = &self.config.cache;
         if cache.auto_cache
