@@ -306,3 +306,75 @@ fn directory_swapped_for_an_outside_link_behind_the_mount() {
     assert_eq!(snapshot(&out), before);
     d.stop();
 }
+
+/// Runs `sh -c script` as root; (exit code, stderr).
+fn as_root(script: &str) -> (i32, String) {
+    let out = Command::new("sh")
+        .args(["-c", script])
+        .output()
+        .expect("run sh");
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// Writing, truncating or chown(f, -1, -1) clears set-user-ID (and set-group-ID with group
+/// execute) exactly as on ext4: for a writer without CAP_FSETID, and for chown even for root,
+/// while root's writes keep them. The mount shows the same mode as the backing file at once,
+/// with kernel passthrough and without. The daemon is told to clear them
+/// (FUSE_HANDLE_KILLPRIV_V2), which spares every write a security.capability lookup.
+#[test]
+fn set_id_bits_cleared_on_write_as_on_ext4() {
+    for opts in ["allow_other", "allow_other,passthrough=off"] {
+        let mut d = Daemon::start(opts, |src| {
+            fs::set_permissions(src, fs::Permissions::from_mode(0o777)).unwrap();
+        });
+        let mnt = d.mnt.display().to_string();
+        write(&d.src.join("from"), b"source bytes");
+        let actions = [
+            ("append", "echo more >> {f}"),
+            ("truncate", "truncate -s 2 {f}"),
+            ("O_TRUNC", ": > {f}"),
+            ("fallocate", "fallocate -l 8192 {f}"),
+            ("copy_file_range", "cp --reflink=never {mnt}/from {f}"),
+            ("chown -1 -1", "chown -h : {f}"),
+        ];
+        for (who, root) in [("nobody", false), ("root", true)] {
+            for (i, (what, script)) in actions.iter().enumerate() {
+                for mode in [0o6775, 0o2664] {
+                    let name = format!("f-{who}-{i}-{mode:o}");
+                    write(&d.src.join(&name), b"data");
+                    std::os::unix::fs::chown(d.src.join(&name), Some(NOBODY), Some(NOBODY))
+                        .unwrap();
+                    fs::set_permissions(d.src.join(&name), fs::Permissions::from_mode(mode))
+                        .unwrap();
+                    let f = format!("{mnt}/{name}");
+                    let script = script.replace("{f}", &f).replace("{mnt}", &mnt);
+                    let (rc, err) = if root {
+                        as_root(&script)
+                    } else {
+                        as_nobody(&script)
+                    };
+                    assert_eq!(rc, 0, "{opts}: {who}: {script}: {err}");
+                    // chown always clears set-user-ID; a write or truncate only for a caller
+                    // without CAP_FSETID. Set-group-ID goes too only with group execute.
+                    let kills = !root || *what == "chown -1 -1";
+                    let want = match (kills, mode) {
+                        (true, 0o6775) => 0o775,
+                        _ => mode,
+                    };
+                    let shown = fs::metadata(&f).unwrap().mode() & 0o7777;
+                    let backing = fs::metadata(d.src.join(&name)).unwrap().mode() & 0o7777;
+                    assert_eq!(
+                        (shown, backing),
+                        (want, want),
+                        "{opts}: {what} by {who} on a {mode:o} file: mode seen through the \
+                         mount and on the backing file"
+                    );
+                }
+            }
+        }
+        d.stop();
+    }
+}

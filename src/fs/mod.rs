@@ -1085,12 +1085,17 @@ impl Utf8Fs {
             atime,
             mtime,
             fh,
+            kill_setid,
         } = ch;
         let inode = self.inode(ino)?;
         if mode.is_some() || uid.is_some() || gid.is_some() || size.is_some() {
             self.writable()?;
         }
         let path_fd = inode.fd()?;
+        if kill_setid && inode.fmt == libc::S_IFREG {
+            self.writable()?;
+            sys::kill_setid(path_fd.as_fd())?;
+        }
         if let Some(mode) = mode {
             if inode.is_symlink() {
                 return Err(Errno::EOPNOTSUPP);
@@ -1122,6 +1127,13 @@ impl Utf8Fs {
         }
         let st = sys::stat_fd(path_fd.as_fd())?;
         Ok(self.attr(inode.id, &st))
+    }
+
+    /// Whether a change this caller makes to a file's contents clears its set-ID bits, as the
+    /// kernel clears them for callers without CAP_FSETID (FUSE_HANDLE_KILLPRIV_V2 hands the
+    /// job to the daemon). The request carries no capabilities, so root stands for CAP_FSETID.
+    fn kills_setid(req: &Request) -> bool {
+        req.uid() != 0
     }
 
     /// Opens the backing file of `inode` for a client's open; returns the fd and the flags it
@@ -1184,6 +1196,8 @@ struct Changes {
     atime: Option<TimeOrNow>,
     mtime: Option<TimeOrNow>,
     fh: Option<FileHandle>,
+    /// Clear set-ID bits along with the size change (an unprivileged truncate).
+    kill_setid: bool,
 }
 
 fn time(sec: i64, nsec: i64) -> SystemTime {
@@ -1291,7 +1305,8 @@ impl Filesystem for Utf8Fs {
         }
         let wanted = InitFlags::FUSE_DO_READDIRPLUS
             | InitFlags::FUSE_READDIRPLUS_AUTO
-            | InitFlags::FUSE_PARALLEL_DIROPS;
+            | InitFlags::FUSE_PARALLEL_DIROPS
+            | InitFlags::FUSE_HANDLE_KILLPRIV_V2;
         let _ = config.add_capabilities(caps & wanted);
         let cache = &self.config.cache;
         if cache.auto_cache
@@ -1362,7 +1377,7 @@ impl Filesystem for Utf8Fs {
 
     fn setattr(
         &self,
-        _req: &Request,
+        req: &Request,
         ino: INodeNo,
         mode: Option<u32>,
         uid: Option<u32>,
@@ -1386,6 +1401,10 @@ impl Filesystem for Utf8Fs {
             atime,
             mtime,
             fh,
+            // A request that changes nothing is the kernel asking to clear set-ID bits: before
+            // an unprivileged write (FUSE_HANDLE_KILLPRIV_V2), or for chown(f, -1, -1).
+            kill_setid: (size.is_some() && Self::kills_setid(req))
+                || (mode, uid, gid, size, atime, mtime) == (None, None, None, None, None, None),
         };
         match self.do_setattr(ino, ch) {
             Ok(a) => reply.attr(&self.config.cache.attr_timeout, &a),
@@ -1621,7 +1640,7 @@ impl Filesystem for Utf8Fs {
         fh: FileHandle,
         offset: u64,
         data: &[u8],
-        _write_flags: WriteFlags,
+        write_flags: WriteFlags,
         _flags: OpenFlags,
         _lock_owner: Option<LockOwner>,
         reply: ReplyWrite,
@@ -1629,7 +1648,12 @@ impl Filesystem for Utf8Fs {
         let r = self
             .writable()
             .and_then(|()| self.handle(fh))
-            .and_then(|h| sys::pwrite(h.fd(), data, offset));
+            .and_then(|h| {
+                if write_flags.contains(WriteFlags::FUSE_WRITE_KILL_SUIDGID) {
+                    sys::kill_setid(h.fd())?;
+                }
+                sys::pwrite(h.fd(), data, offset)
+            });
         match r {
             Ok(n) => reply.written(n as u32),
             Err(e) => reply.error(e),

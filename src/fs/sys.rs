@@ -250,6 +250,22 @@ pub fn chmod_fd(fd: BorrowedFd<'_>, mode: u32) -> SysResult<()> {
     check(unsafe { libc::chmod(p.as_cstr().as_ptr(), mode as libc::mode_t) }).map(drop)
 }
 
+/// Clears set-user-ID, and set-group-ID when group execute is also set, on the file behind
+/// `fd`: what the kernel does when an unprivileged process writes to or truncates a file. With
+/// FUSE_HANDLE_KILLPRIV_V2 the daemon does it, and the daemon's own calls keep the bits (it
+/// holds CAP_FSETID).
+pub fn kill_setid(fd: BorrowedFd<'_>) -> SysResult<()> {
+    let mode = stat_fd(fd)?.st_mode & 0o7777;
+    let mut kept = mode & !libc::S_ISUID;
+    if mode & libc::S_IXGRP != 0 {
+        kept &= !libc::S_ISGID;
+    }
+    if kept != mode {
+        chmod_fd(fd, kept)?;
+    }
+    Ok(())
+}
+
 /// chown of the object behind an `O_PATH` fd, never following a symlink; `u32::MAX` keeps one.
 pub fn chown_fd(fd: BorrowedFd<'_>, uid: u32, gid: u32) -> SysResult<()> {
     // SAFETY: valid fd and empty path.
