@@ -796,22 +796,20 @@ impl Utf8Fs {
     }
 
     /// The open flags of a file handle. With `cache=auto` the page cache is kept only when the
-    /// file's mtime and size are what they were at its previous open; passthrough opens skip
-    /// the check (the kernel then uses the backing file's own page cache).
+    /// file's mtime and size are what they were at its previous open.
+    ///
+    /// Passthrough opens carry FOPEN_NOFLUSH and nothing else: the kernel uses the backing
+    /// file's own page cache, and it fails the client's open with EIO when a passthrough open
+    /// carries any flag outside FOPEN_PASSTHROUGH_MASK (FOPEN_KEEP_CACHE among them).
     fn file_open_flags(&self, inode: &Inode, fd: &OwnedFd, passthrough: bool) -> FopenFlags {
-        // Passthrough data goes straight to the backing file and no POSIX locks are held
-        // here (the kernel keeps them), so a flush would have nothing to do: skip its round trip.
-        let noflush = if passthrough && !self.writeback.load(Ordering::Relaxed) {
-            FopenFlags::FOPEN_NOFLUSH
-        } else {
-            FopenFlags::empty()
-        };
+        if passthrough {
+            // Data goes straight to the backing file and no POSIX locks are held here (the
+            // kernel keeps them), so a flush would have nothing to do: skip its round trip.
+            return FopenFlags::FOPEN_NOFLUSH;
+        }
         let c = &self.config.cache;
         if c.keep_cache {
-            return FopenFlags::FOPEN_KEEP_CACHE | noflush;
-        }
-        if passthrough {
-            return noflush;
+            return FopenFlags::FOPEN_KEEP_CACHE;
         }
         if !c.auto_cache || inode.fmt != libc::S_IFREG {
             return FopenFlags::empty();
