@@ -82,6 +82,10 @@ pub struct CachePolicy {
 /// Validity of kernel caches under `cache=always`: one day, as libfuse's passthrough examples.
 const LONG_TIMEOUT: Duration = Duration::from_secs(86_400);
 
+/// Entry timeouts from this long on make lookups of objects the kernel does not hold the common
+/// case ([`InodeTable::set_open_first`]).
+const OPEN_FIRST_TIMEOUT: Duration = Duration::from_secs(60);
+
 impl CachePolicy {
     /// `cache=auto`: 1 s entry and attribute timeouts, no negative caching, page cache kept
     /// only for files unchanged since their previous open. SOURCE may change underneath.
@@ -359,6 +363,7 @@ impl Utf8Fs {
             Arc::clone(&stats.path_fds),
             config.fd_budget,
         ));
+        inodes.set_open_first(config.cache.entry_timeout >= OPEN_FIRST_TIMEOUT);
         let handles = Handles::new(Arc::clone(&stats.open_handles));
         Ok(Utf8Fs {
             config,
@@ -398,6 +403,7 @@ impl Utf8Fs {
                 info!("watching SOURCE for outside changes: names and attributes cached until one");
                 self.config.cache.entry_timeout = LONG_TIMEOUT;
                 self.config.cache.attr_timeout = LONG_TIMEOUT;
+                self.inodes.set_open_first(true);
                 self.workers = Some(workers);
                 Some(w)
             }

@@ -7,6 +7,7 @@ use fuser::Errno;
 use std::ffi::CStr;
 use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd, BorrowedFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::OnceLock;
 
 /// Result of a backing call: the value or the errno the backing filesystem gave.
 pub type SysResult<T> = Result<T, Errno>;
@@ -49,24 +50,70 @@ pub fn with_cstr<T>(name: &[u8], f: impl FnOnce(&CStr) -> SysResult<T>) -> SysRe
     }
 }
 
-/// The `/proc/self/fd/N` path of an fd: opens what an `O_PATH` fd refers to without a name.
+/// `/proc/self/fd` of this process, opened on first use. Calls on "the object behind fd N" name
+/// it as `N` relative to this directory rather than by the full path: the kernel then walks one
+/// component instead of four (`proc`, `self`, `fd`, `N`), which halves the cost of a reopen.
+/// The daemon forks before it serves requests, so the process that opens it is the one it names.
+static PROC_FD_DIR: OnceLock<Option<OwnedFd>> = OnceLock::new();
+
+fn proc_fd_dir() -> Option<RawFd> {
+    PROC_FD_DIR
+        .get_or_init(|| {
+            let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
+            // SAFETY: NUL-terminated path; the fd returned is owned by nothing else.
+            let fd = unsafe { libc::open(c"/proc/self/fd".as_ptr(), flags) };
+            (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+        })
+        .as_ref()
+        .map(AsRawFd::as_raw_fd)
+}
+
+/// The `/proc/self/fd/N` magic link of an fd: opens what an `O_PATH` fd refers to without a
+/// name. Used as [`ProcPath::dir`] + [`ProcPath::name`] with the `*at` calls, or as the full
+/// [`ProcPath::path`] with the calls that have no `*at` form.
 pub struct ProcPath {
+    dir: RawFd,
+    /// `/proc/self/fd/N`, NUL-terminated.
     buf: [u8; 32],
+    /// Where `N` starts in `buf` when `dir` is `/proc/self/fd` itself.
+    name_at: usize,
 }
 
 impl ProcPath {
-    /// The path for `fd`.
+    /// The magic link of `fd`.
     pub fn new(fd: RawFd) -> ProcPath {
         use std::io::Write;
+        const PREFIX: &str = "/proc/self/fd/";
         let mut buf = [0u8; 32];
         let mut cur = &mut buf[..31];
         // 14 bytes of prefix plus at most 11 digits always fit in 31 bytes.
-        let _ = write!(cur, "/proc/self/fd/{fd}");
-        ProcPath { buf }
+        let _ = write!(cur, "{PREFIX}{fd}");
+        match proc_fd_dir() {
+            Some(dir) => ProcPath {
+                dir,
+                buf,
+                name_at: PREFIX.len(),
+            },
+            None => ProcPath {
+                dir: libc::AT_FDCWD,
+                buf,
+                name_at: 0,
+            },
+        }
     }
 
-    /// The path as a C string.
-    pub fn as_cstr(&self) -> &CStr {
+    /// The directory [`ProcPath::name`] is relative to.
+    pub fn dir(&self) -> RawFd {
+        self.dir
+    }
+
+    /// The link's name relative to [`ProcPath::dir`].
+    pub fn name(&self) -> &CStr {
+        CStr::from_bytes_until_nul(&self.buf[self.name_at..]).unwrap_or(c"-1")
+    }
+
+    /// The full path, for calls without an `*at` form.
+    pub fn path(&self) -> &CStr {
         CStr::from_bytes_until_nul(&self.buf).unwrap_or(c"/proc/self/fd/-1")
     }
 }
@@ -108,7 +155,7 @@ pub fn reopen(fd: BorrowedFd<'_>, flags: i32) -> SysResult<OwnedFd> {
     let p = ProcPath::new(fd.as_raw_fd());
     let flags = (flags & !libc::O_NOFOLLOW & !libc::O_CREAT & !libc::O_EXCL) | libc::O_CLOEXEC;
     // SAFETY: NUL-terminated path.
-    owned(unsafe { libc::open(p.as_cstr().as_ptr(), flags) })
+    owned(unsafe { libc::openat(p.dir(), p.name().as_ptr(), flags) })
 }
 
 /// `fstatat(dir, name, AT_SYMLINK_NOFOLLOW)`.
@@ -170,8 +217,8 @@ pub fn link_fd(fd: BorrowedFd<'_>, dir: BorrowedFd<'_>, name: &[u8]) -> SysResul
         // SAFETY: valid fds and paths.
         check(unsafe {
             libc::linkat(
-                libc::AT_FDCWD,
-                p.as_cstr().as_ptr(),
+                p.dir(),
+                p.name().as_ptr(),
                 dir.as_raw_fd(),
                 c.as_ptr(),
                 libc::AT_SYMLINK_FOLLOW,
@@ -237,7 +284,12 @@ pub fn fd_path(fd: BorrowedFd<'_>) -> SysResult<Vec<u8>> {
     let mut buf = vec![0u8; libc::PATH_MAX as usize + 1];
     // SAFETY: NUL-terminated path, buffer of the given length.
     let n = check_size(unsafe {
-        libc::readlink(p.as_cstr().as_ptr(), buf.as_mut_ptr().cast(), buf.len())
+        libc::readlinkat(
+            p.dir(),
+            p.name().as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
     })?;
     buf.truncate(n);
     Ok(buf)
@@ -247,7 +299,7 @@ pub fn fd_path(fd: BorrowedFd<'_>) -> SysResult<Vec<u8>> {
 pub fn chmod_fd(fd: BorrowedFd<'_>, mode: u32) -> SysResult<()> {
     let p = ProcPath::new(fd.as_raw_fd());
     // SAFETY: NUL-terminated path.
-    check(unsafe { libc::chmod(p.as_cstr().as_ptr(), mode as libc::mode_t) }).map(drop)
+    check(unsafe { libc::fchmodat(p.dir(), p.name().as_ptr(), mode as libc::mode_t, 0) }).map(drop)
 }
 
 /// Clears set-user-ID, and set-group-ID when group execute is also set, on the file behind
@@ -302,8 +354,7 @@ pub fn utimens_fd(fd: BorrowedFd<'_>, times: &[libc::timespec; 2], symlink: bool
     // Kernels before 5.8 lack AT_EMPTY_PATH here: go through the /proc path.
     let p = ProcPath::new(fd.as_raw_fd());
     // SAFETY: NUL-terminated path, two timespecs.
-    check(unsafe { libc::utimensat(libc::AT_FDCWD, p.as_cstr().as_ptr(), times.as_ptr(), 0) })
-        .map(drop)
+    check(unsafe { libc::utimensat(p.dir(), p.name().as_ptr(), times.as_ptr(), 0) }).map(drop)
 }
 
 /// `ftruncate`.
@@ -404,7 +455,7 @@ pub fn statvfs(fd: BorrowedFd<'_>) -> SysResult<libc::statvfs> {
 pub fn access_fd(fd: BorrowedFd<'_>, mask: i32) -> SysResult<()> {
     let p = ProcPath::new(fd.as_raw_fd());
     // SAFETY: NUL-terminated path.
-    check(unsafe { libc::faccessat(libc::AT_FDCWD, p.as_cstr().as_ptr(), mask, 0) }).map(drop)
+    check(unsafe { libc::faccessat(p.dir(), p.name().as_ptr(), mask, 0) }).map(drop)
 }
 
 /// `getdents64` into `buf`; returns the bytes filled (0 at the end).
@@ -447,7 +498,7 @@ pub enum XattrOp<'a> {
 /// magic link resolves to the object itself, a symlink included (never to a symlink's target).
 pub fn xattr(fd: BorrowedFd<'_>, op: XattrOp<'_>) -> SysResult<usize> {
     let p = ProcPath::new(fd.as_raw_fd());
-    let path = p.as_cstr().as_ptr();
+    let path = p.path().as_ptr();
     // SAFETY: NUL-terminated path and names, buffers of the given lengths.
     unsafe {
         match op {
