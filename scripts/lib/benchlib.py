@@ -536,6 +536,40 @@ def md_table(header: list[str], body: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def wakeup_round_trip_us(n: int = 20_000) -> float:
+    """Median microseconds for one byte to go to another process over a pipe and back.
+
+    Every FUSE request costs at least one such round trip (the client sleeps, the daemon
+    wakes, then the other way), so this says how far any FUSE filesystem can get on this
+    machine: where it is large (a VM whose idle CPUs halt), metadata workloads through FUSE
+    cost many times native for every FUSE filesystem; where it is small, the gaps shrink.
+    """
+    r1, w1 = os.pipe()
+    r2, w2 = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            for _ in range(5 * n):
+                if not os.read(r1, 1):
+                    break
+                os.write(w2, b"x")
+        finally:
+            os._exit(0)
+    samples = []
+    try:
+        for _ in range(5):
+            t0 = time.perf_counter()
+            for _ in range(n):
+                os.write(w1, b"x")
+                os.read(r2, 1)
+            samples.append((time.perf_counter() - t0) / n * 1e6)
+    finally:
+        for fd in (w1, r2, r1, w2):
+            os.close(fd)
+        os.waitpid(pid, 0)
+    return statistics.median(samples)
+
+
 def machine_info(work_dir: Path) -> dict:
     """What the figures depend on: kernel, CPUs, memory, backing filesystem."""
     fstype = "?"
@@ -568,6 +602,7 @@ def machine_info(work_dir: Path) -> dict:
         "work_dir": str(work_dir),
         "work_fs": fstype,
         "python": platform.python_version(),
+        "wakeup_rt_us": round(wakeup_round_trip_us(), 1),
         "command": shlex.join([Path(sys.argv[0]).name] + sys.argv[1:]),
     }
 
@@ -575,7 +610,8 @@ def machine_info(work_dir: Path) -> dict:
 def machine_line(info: dict) -> str:
     return (
         f"Linux {info['kernel']}, {info['cpus']} CPUs ({info['cpu']}), {info['mem_gib']} GiB RAM, "
-        f"backing store {info['work_fs']} at {info['work_dir']}, {info['date']}"
+        f"backing store {info['work_fs']} at {info['work_dir']}, {info['date']}; "
+        f"process wake-up round trip {info.get('wakeup_rt_us', '?')} µs (pipe ping-pong)"
     )
 
 

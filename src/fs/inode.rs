@@ -207,7 +207,15 @@ pub struct Inode {
     /// `S_IFMT` bits of the backing object (they never change for a given inode).
     pub fmt: u32,
     nlookup: AtomicU64,
-    /// The cached mapped-name index (directories in normalizing modes).
+    /// What only opened files and listed directories need, allocated on first use: most inodes
+    /// the kernel holds are only looked up, and the table keeps one per inode it holds.
+    extra: OnceLock<Box<Extra>>,
+}
+
+/// The part of an [`Inode`] that only opened files and listed directories need.
+#[derive(Default)]
+pub struct Extra {
+    /// The cached mapped-name index and the listings of handle-less readers (directories).
     pub dir: DirCache,
     /// The kernel passthrough id shared by the opens of this file.
     pub backing: Mutex<Weak<BackingId>>,
@@ -229,10 +237,31 @@ impl Inode {
             ino: st.st_ino,
             fmt: st.st_mode & libc::S_IFMT,
             nlookup: AtomicU64::new(1),
-            dir: DirCache::default(),
-            backing: Mutex::new(Weak::new()),
-            opened: Mutex::new(None),
+            extra: OnceLock::new(),
         }
+    }
+
+    /// The per-open and per-listing state, allocated on the first call.
+    pub fn extra(&self) -> &Extra {
+        self.extra.get_or_init(Box::default)
+    }
+
+    /// The per-open and per-listing state if it was ever needed (never allocates).
+    pub fn extra_if_any(&self) -> Option<&Extra> {
+        self.extra.get().map(|e| &**e)
+    }
+
+    /// Drops the directory's cached index, if it has one: its entries changed.
+    pub fn dir_changed(&self) {
+        if let Some(e) = self.extra_if_any() {
+            e.dir.invalidate();
+        }
+    }
+
+    /// True while an open of this file holds the shared passthrough id.
+    pub fn backing_in_use(&self) -> bool {
+        self.extra_if_any()
+            .is_some_and(|e| e.backing.lock().map_or(true, |b| b.strong_count() > 0))
     }
 
     /// The `O_PATH` fd, reopened from the file handle if it was evicted; `ESTALE` when the
@@ -286,9 +315,11 @@ impl Inode {
     /// Closes the fd after recording the file handle that reopens it.
     fn evict(&self) -> Evicted {
         // Only try the locks: a request may hold them while it waits for the clock.
-        match self.backing.try_lock() {
-            Ok(b) if b.strong_count() == 0 => {}
-            _ => return Evicted::Later,
+        if let Some(e) = self.extra_if_any() {
+            match e.backing.try_lock() {
+                Ok(b) if b.strong_count() == 0 => {}
+                _ => return Evicted::Later,
+            }
         }
         let Ok(mut slot) = self.slot.try_write() else {
             return Evicted::Later;

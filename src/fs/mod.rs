@@ -307,7 +307,7 @@ impl Cursor {
     fn finish(&self, dir: &Inode) {
         if let Some(e) = self.epoch {
             if self.start >= self.snap.entries().len() {
-                dir.dir.end_stream(e);
+                dir.extra().dir.end_stream(e);
             }
         }
     }
@@ -553,13 +553,13 @@ impl Utf8Fs {
     fn dir_index(&self, dir: &Inode, force: bool) -> Res<Arc<CachedIndex>> {
         let st = sys::stat_fd(dir.fd()?.as_fd())?;
         if !force {
-            if let Some(c) = dir.dir.get(&st) {
+            if let Some(c) = dir.extra().dir.get(&st) {
                 return Ok(c);
             }
         }
         let fd = sys::open_dir(dir.fd()?.as_fd())?;
         let listing = Listing::read(fd.as_fd())?;
-        Ok(dir.dir.store(&self.config.mapper, &listing, &st))
+        Ok(dir.extra().dir.store(&self.config.mapper, &listing, &st))
     }
 
     /// The backing name of the entry clients see as `shown` in `dir`, when it exists under
@@ -706,7 +706,7 @@ impl Utf8Fs {
         name: &[u8],
         mode: u32,
     ) -> Res<(Arc<Inode>, libc::stat)> {
-        parent.dir.invalidate();
+        parent.dir_changed();
         let fd = sys::open_path(parent.fd()?.as_fd(), name)?;
         self.set_owner(req, parent, &fd, mode)?;
         let st = sys::stat_fd(fd.as_fd())?;
@@ -727,7 +727,7 @@ impl Utf8Fs {
             || !self.passthrough_for(inode)
             || flags & libc::O_ACCMODE == libc::O_RDWR
             || flags & Self::UNSHAREABLE != 0
-            || inode.backing.lock().map_or(true, |b| b.strong_count() > 0)
+            || inode.backing_in_use()
         {
             return flags;
         }
@@ -751,7 +751,11 @@ impl Utf8Fs {
         if !self.passthrough_for(inode) {
             return None;
         }
-        let mut slot = inode.backing.lock().unwrap_or_else(|e| e.into_inner());
+        let mut slot = inode
+            .extra()
+            .backing
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         if let Some(id) = slot.upgrade() {
             return Some(id);
         }
@@ -824,7 +828,11 @@ impl Utf8Fs {
             return FopenFlags::empty();
         };
         let now = (st.st_mtime, st.st_mtime_nsec, st.st_size);
-        let mut opened = inode.opened.lock().unwrap_or_else(|e| e.into_inner());
+        let mut opened = inode
+            .extra()
+            .opened
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let same = *opened == Some(now);
         *opened = Some(now);
         if same {
@@ -884,7 +892,7 @@ impl Utf8Fs {
         }
         let (epoch, start) = dir::split_offset(offset);
         if offset != 0 {
-            if let Some(snap) = dir.dir.stream(epoch) {
+            if let Some(snap) = dir.extra().dir.stream(epoch) {
                 return Ok(Cursor {
                     snap,
                     start,
@@ -896,7 +904,7 @@ impl Utf8Fs {
         // index still resumes where it was, as a telldir cookie would).
         let fd = sys::open_dir(dir.fd()?.as_fd())?;
         let snap = Arc::new(self.read_listing(dir, fd.as_fd())?);
-        let epoch = dir.dir.begin_stream(Arc::clone(&snap));
+        let epoch = dir.extra().dir.begin_stream(Arc::clone(&snap));
         Ok(Cursor {
             snap,
             start,
@@ -911,7 +919,7 @@ impl Utf8Fs {
         let listing = Listing::read(fd)?;
         let mapper = &self.config.mapper;
         let snap = if mapper.normalizes() {
-            let cached = dir.dir.store(mapper, &listing, &st);
+            let cached = dir.extra().dir.store(mapper, &listing, &st);
             let how = if self.mode() == Mode::Audit {
                 "passed through"
             } else {
@@ -1479,7 +1487,7 @@ impl Filesystem for Utf8Fs {
             let parent = self.inode(parent)?;
             let b = self.resolve(&parent, name)?;
             sys::unlinkat(parent.fd()?.as_fd(), &b, 0)?;
-            parent.dir.invalidate();
+            parent.dir_changed();
             Ok::<_, Errno>(())
         })();
         match r {
@@ -1494,7 +1502,7 @@ impl Filesystem for Utf8Fs {
             let parent = self.inode(parent)?;
             let b = self.resolve(&parent, name)?;
             sys::unlinkat(parent.fd()?.as_fd(), &b, libc::AT_REMOVEDIR)?;
-            parent.dir.invalidate();
+            parent.dir_changed();
             Ok::<_, Errno>(())
         })();
         match r {
@@ -1560,8 +1568,8 @@ impl Filesystem for Utf8Fs {
                 &new,
                 flags.bits(),
             )?;
-            parent.dir.invalidate();
-            newparent.dir.invalidate();
+            parent.dir_changed();
+            newparent.dir_changed();
             Ok::<_, Errno>(())
         })();
         match r {
@@ -1584,7 +1592,7 @@ impl Filesystem for Utf8Fs {
             let newparent = self.inode(newparent)?;
             let name = &*self.new_name(&newparent, newname)?;
             sys::link_fd(inode.fd()?.as_fd(), newparent.fd()?.as_fd(), name)?;
-            newparent.dir.invalidate();
+            newparent.dir_changed();
             self.inodes.lookup(&newparent, name)
         })();
         match r {
