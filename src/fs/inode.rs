@@ -447,9 +447,14 @@ impl InodeTable {
         &self.shards[shard_of(id)]
     }
 
-    /// The inode with node id `id`. Closes cold fds first when over the budget.
+    /// The inode with node id `id`. Closes cold fds first when far over the budget (reopened
+    /// inodes add fds between the replies that balance the table).
     pub fn get(&self, id: u64) -> Option<Arc<Inode>> {
-        self.balance();
+        if self.shared.held.load(Ordering::Relaxed)
+            > self.limit.load(Ordering::Relaxed) + self.budget / 16
+        {
+            self.balance();
+        }
         self.peek(id)
     }
 
@@ -610,24 +615,27 @@ impl InodeTable {
             }
         }
         drop(shard);
-        self.balance();
         inode
     }
 
-    /// Closes cold fds while more are held than the budget allows.
-    fn balance(&self) {
+    /// Closes cold fds while more are held than the budget allows. Inserting never does it
+    /// itself: call this after the reply that made the inode known is sent, so that the
+    /// `name_to_handle_at` and `close` of eviction stay off the client's wait.
+    pub fn balance(&self) {
         if self.shared.held.load(Ordering::Relaxed) <= self.limit.load(Ordering::Relaxed) {
             return;
         }
         if self.evicting.swap(true, Ordering::Acquire) {
             return;
         }
+        // Down to a little below the budget, so that one pass serves many new inodes.
+        let target = self.budget - self.budget / 64;
         let start = self.hand.fetch_add(1, Ordering::Relaxed);
         for s in 0..SHARDS {
-            if self.shared.held.load(Ordering::Relaxed) <= self.budget {
+            if self.shared.held.load(Ordering::Relaxed) <= target {
                 break;
             }
-            self.evict_shard((start + s) % SHARDS);
+            self.evict_shard((start + s) % SHARDS, target);
         }
         let held = self.shared.held.load(Ordering::Relaxed);
         let limit = if held <= self.budget {
@@ -639,11 +647,11 @@ impl InodeTable {
         self.evicting.store(false, Ordering::Release);
     }
 
-    fn evict_shard(&self, s: usize) {
+    fn evict_shard(&self, s: usize, target: usize) {
         let shard = self.shards[s].read().unwrap_or_else(poisoned);
         let mut clock = self.shared.clocks[s].lock().unwrap_or_else(poisoned);
         let mut turns = 2 * clock.len();
-        while turns > 0 && self.shared.held.load(Ordering::Relaxed) > self.budget {
+        while turns > 0 && self.shared.held.load(Ordering::Relaxed) > target {
             turns -= 1;
             let Some(id) = clock.pop_front() else {
                 break;

@@ -660,6 +660,7 @@ impl Utf8Fs {
             &self.attr(inode.id, st),
             Generation(0),
         );
+        self.inodes.balance();
     }
 
     /// Gives a new object to the user who created it (allow_other, or a daemon serving
@@ -1803,6 +1804,7 @@ impl Filesystem for Utf8Fs {
         }
         cur.finish(&dir);
         reply.ok();
+        self.inodes.balance();
     }
 
     fn releasedir(
@@ -2013,6 +2015,7 @@ impl Filesystem for Utf8Fs {
                         flags,
                     ),
                 }
+                self.inodes.balance();
             }
             Err(e) => reply.error(e),
         }
