@@ -450,9 +450,11 @@ impl InodeTable {
     /// The inode with node id `id`. Closes cold fds first when far over the budget (reopened
     /// inodes add fds between the replies that balance the table).
     pub fn get(&self, id: u64) -> Option<Arc<Inode>> {
-        if self.shared.held.load(Ordering::Relaxed)
-            > self.limit.load(Ordering::Relaxed) + self.budget / 16
-        {
+        let far = self
+            .limit
+            .load(Ordering::Relaxed)
+            .saturating_add(self.budget / 16);
+        if self.shared.held.load(Ordering::Relaxed) > far {
             self.balance();
         }
         self.peek(id)
