@@ -112,13 +112,13 @@ fn raise_fd_limit() {
 /// The most fd table slots reserved at start: 65,536 slots are about 0.5 MiB of kernel memory.
 const FD_TABLE_RESERVE: usize = 1 << 16;
 
-/// Grows this process's fd table now, while it has one thread, to hold the inodes' fd budget
-/// (at most [`FD_TABLE_RESERVE`] slots). The kernel doubles the table as fds are opened, and
+/// Grows this process's fd table now, while it has one thread, to the open-file limit (at most
+/// [`FD_TABLE_RESERVE`] slots): the inodes' fd budget is half of it, open files the rest. The kernel doubles the table as fds are opened, and
 /// once the process has threads each doubling waits for an RCU grace period
 /// (`expand_fdtable`): a new daemon's first 10,000 lookups took 0.42 s instead of 0.34 s here,
 /// the difference being those waits. Growing it past that size later costs the same waits,
 /// but only a few for hundreds of thousands of inodes.
-fn reserve_fd_table(budget: usize) {
+fn reserve_fd_table() {
     let mut rl = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
@@ -127,9 +127,9 @@ fn reserve_fd_table(budget: usize) {
     if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut rl) } != 0 {
         return;
     }
-    let limit = usize::try_from(rl.rlim_cur).unwrap_or(usize::MAX);
-    // The budget is about half the limit: the other half serves open files and directories.
-    let slots = budget.saturating_mul(2).min(limit).min(FD_TABLE_RESERVE);
+    let slots = usize::try_from(rl.rlim_cur)
+        .unwrap_or(usize::MAX)
+        .min(FD_TABLE_RESERVE);
     let Ok(top) = libc::c_int::try_from(slots.saturating_sub(1)) else {
         return;
     };
@@ -274,7 +274,7 @@ fn unescape_mountinfo(field: &[u8]) -> Vec<u8> {
 type Started = (Session<Utf8Fs>, Arc<FsStats>, Option<Watching>);
 
 fn start(args: &MountArgs) -> Result<Started, String> {
-    reserve_fd_table(args.fs.fd_budget);
+    reserve_fd_table();
     let mut fs = Utf8Fs::new(args.fs.clone())
         .map_err(|e| format!("{}: {}", shown(&args.source), reason(&e)))?;
     let watch = fs.watch();

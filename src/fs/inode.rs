@@ -378,8 +378,6 @@ pub struct InodeTable {
     evicting: AtomicBool,
     /// The shard the next eviction pass starts at.
     hand: AtomicUsize,
-    /// Lookups open the name before looking at the table ([`InodeTable::set_open_first`]).
-    open_first: AtomicBool,
 }
 
 fn poisoned<T>(e: std::sync::PoisonError<T>) -> T {
@@ -430,7 +428,6 @@ impl InodeTable {
             limit: AtomicUsize::new(budget),
             evicting: AtomicBool::new(false),
             hand: AtomicUsize::new(0),
-            open_first: AtomicBool::new(false),
             shared,
         };
         let root = Inode::new(ROOT_ID, table.shared.hold(root), st, &table.shared);
@@ -492,9 +489,19 @@ impl InodeTable {
 
     /// Looks `name` up in `parent` and counts one kernel reference on the result.
     /// Returns the inode and fresh attributes.
-    pub fn lookup(&self, parent: &Inode, name: &[u8]) -> SysResult<(Arc<Inode>, libc::stat)> {
+    ///
+    /// `open_first`: when the kernel keeps names for long, a lookup is nearly always of an
+    /// object it does not hold, which needs an `O_PATH` fd anyway, so one `openat` + `fstat`
+    /// (one path walk) beats `fstatat` first and `openat` after (two walks). With short
+    /// timeouts most lookups revalidate inodes already held: `fstatat` alone.
+    pub fn lookup(
+        &self,
+        parent: &Inode,
+        name: &[u8],
+        open_first: bool,
+    ) -> SysResult<(Arc<Inode>, libc::stat)> {
         let pfd = parent.fd()?;
-        if self.open_first.load(Ordering::Relaxed) {
+        if open_first {
             let fd = sys::open_path(pfd.as_fd(), name)?;
             let st = sys::stat_fd(fd.as_fd())?;
             return Ok((self.insert(fd, &st), st));
@@ -516,14 +523,6 @@ impl InodeTable {
         let fd = sys::open_path(pfd.as_fd(), name)?;
         let st = sys::stat_fd(fd.as_fd())?;
         Ok((self.insert(fd, &st), st))
-    }
-
-    /// Whether lookups should open first: when the kernel keeps names for long, a lookup is
-    /// nearly always of an object it does not hold, which needs an `O_PATH` fd anyway, so one
-    /// `openat` + `fstat` (one path walk) beats `fstatat` first and `openat` after (two walks).
-    /// With short timeouts most lookups revalidate inodes already held: `fstatat` alone.
-    pub fn set_open_first(&self, yes: bool) {
-        self.open_first.store(yes, Ordering::Relaxed);
     }
 
     /// Counts one kernel reference on `inode` if it is still in the table.

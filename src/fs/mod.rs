@@ -83,7 +83,7 @@ pub struct CachePolicy {
 const LONG_TIMEOUT: Duration = Duration::from_secs(86_400);
 
 /// Entry timeouts from this long on make lookups of objects the kernel does not hold the common
-/// case ([`InodeTable::set_open_first`]).
+/// case (see [`InodeTable::lookup`]'s `open_first`).
 const OPEN_FIRST_TIMEOUT: Duration = Duration::from_secs(60);
 
 impl CachePolicy {
@@ -305,9 +305,9 @@ impl Cursor {
 
     /// A handle-less reader past the end is done with its listing.
     fn finish(&self, dir: &Inode) {
-        if let Some(e) = self.epoch {
+        if let (Some(e), Some(x)) = (self.epoch, dir.extra_if_any()) {
             if self.start >= self.snap.entries().len() {
-                dir.extra().dir.end_stream(e);
+                x.dir.end_stream(e);
             }
         }
     }
@@ -363,7 +363,6 @@ impl Utf8Fs {
             Arc::clone(&stats.path_fds),
             config.fd_budget,
         ));
-        inodes.set_open_first(config.cache.entry_timeout >= OPEN_FIRST_TIMEOUT);
         let handles = Handles::new(Arc::clone(&stats.open_handles));
         Ok(Utf8Fs {
             config,
@@ -403,7 +402,6 @@ impl Utf8Fs {
                 info!("watching SOURCE for outside changes: names and attributes cached until one");
                 self.config.cache.entry_timeout = LONG_TIMEOUT;
                 self.config.cache.attr_timeout = LONG_TIMEOUT;
-                self.inodes.set_open_first(true);
                 self.workers = Some(workers);
                 Some(w)
             }
@@ -422,6 +420,12 @@ impl Utf8Fs {
     /// Live counters, shared: keep the `Arc` before moving the filesystem into a session.
     pub fn stats(&self) -> Arc<FsStats> {
         Arc::clone(&self.stats)
+    }
+
+    /// Whether lookups open the name before consulting the inode table: while names are cached
+    /// long (see [`InodeTable::lookup`]).
+    fn open_first(&self) -> bool {
+        self.config.cache.entry_timeout >= OPEN_FIRST_TIMEOUT
     }
 
     /// Records the calling thread as a request worker while SOURCE is watched.
@@ -1078,10 +1082,10 @@ impl Utf8Fs {
     fn do_lookup(&self, parent: INodeNo, name: &OsStr) -> Res<(Arc<Inode>, libc::stat)> {
         let parent = self.inode(parent)?;
         let shown = self.check_name(&parent, name)?;
-        match self.inodes.lookup(&parent, &shown) {
+        match self.inodes.lookup(&parent, &shown, self.open_first()) {
             Err(e) if e.code() == libc::ENOENT && self.config.mapper.normalizes() => {
                 match self.mapped_after_miss(&parent, &shown)? {
-                    Some(b) => self.inodes.lookup(&parent, &b),
+                    Some(b) => self.inodes.lookup(&parent, &b, self.open_first()),
                     None => Err(e),
                 }
             }
@@ -1594,7 +1598,7 @@ impl Filesystem for Utf8Fs {
             let name = &*self.new_name(&newparent, newname)?;
             sys::link_fd(inode.fd()?.as_fd(), newparent.fd()?.as_fd(), name)?;
             newparent.dir_changed();
-            self.inodes.lookup(&newparent, name)
+            self.inodes.lookup(&newparent, name, self.open_first())
         })();
         match r {
             Ok((inode, st)) => self.reply_entry(reply, &inode, &st),
@@ -1786,7 +1790,7 @@ impl Filesystem for Utf8Fs {
                 added = true;
                 continue;
             }
-            let (inode, st) = match self.inodes.lookup(&dir, name) {
+            let (inode, st) = match self.inodes.lookup(&dir, name, self.open_first()) {
                 Ok(x) => x,
                 // Gone since the listing was taken: leave it out.
                 Err(e) if e.code() == libc::ENOENT => continue,

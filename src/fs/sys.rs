@@ -62,6 +62,7 @@ fn proc_fd_dir() -> Option<RawFd> {
             let flags = libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC;
             // SAFETY: NUL-terminated path; the fd returned is owned by nothing else.
             let fd = unsafe { libc::open(c"/proc/self/fd".as_ptr(), flags) };
+            // SAFETY: a fresh fd the kernel just returned.
             (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
         })
         .as_ref()
